@@ -1,0 +1,185 @@
+"""The `sqlenv` command (typer + rich): `eval`, `data info`, `data download`.
+
+Heavy modules (OpenEnv pulls in its web server stack) are imported inside the commands, so
+`sqlenv --help` and `sqlenv data ...` start fast.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    help="sqlenv: answer questions about SQLite databases by exploring them.", no_args_is_help=True
+)
+data_app = typer.Typer(help="Datasets: inspect and download.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+console = Console()
+
+SpiderDirOption = Annotated[
+    Path | None,
+    typer.Option("--spider-dir", help="Spider directory (else $SQLENV_SPIDER_DIR)", show_default=False),
+]
+DatasetOption = Annotated[
+    str,
+    typer.Option("--dataset", help="demo, spider10, spider, or a folder of .sqlite files + questions.json"),
+]
+
+
+class Split(StrEnum):
+    train = "train"
+    eval = "eval"
+
+
+def _fail(message: str) -> None:
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(2)
+
+
+def _load(dataset: str, spider_dir: Path | None):
+    from sqlenv.data import DataError, load_dataset
+
+    try:
+        with console.status(f"loading dataset {dataset} (first use computes gold answers)…"):
+            return load_dataset(dataset, spider_dir)
+    except DataError as exc:
+        _fail(str(exc))
+
+
+@app.command("eval")
+def eval_command(
+    policy: Annotated[str, typer.Option(help="oracle, random, or a comma-separated list of them")] = "oracle",
+    dataset: DatasetOption = "demo",
+    split: Annotated[Split, typer.Option(help="which split to play")] = Split.eval,
+    episodes: Annotated[
+        int | None, typer.Option(help="episodes to play (default: every question once)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed for question sampling and policies")] = 0,
+    spider_dir: SpiderDirOption = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the results as JSON here")] = None,
+) -> None:
+    """Evaluate policies on a dataset split and print a table of results."""
+    from rich.progress import Progress
+
+    from sqlenv.environment import SQLEnvironment
+    from sqlenv.evaluation import evaluate
+    from sqlenv.policies import make_policy
+
+    data = _load(dataset, spider_dir)
+    try:
+        env = SQLEnvironment(dataset=data, split=split.value)
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+    names = [p.strip() for p in policy.split(",") if p.strip()]
+    results = []
+    for name in names:
+        try:
+            pol = make_policy(name, data, seed)
+        except ValueError as exc:
+            _fail(str(exc))
+        total = episodes if episodes is not None else len(env.questions)
+        with Progress(console=console, transient=True) as progress:
+            task = progress.add_task(f"{name} on {dataset}/{split.value}", total=total)
+            results.append(
+                evaluate(env, pol, episodes, seed, on_episode=lambda _e, t=task: progress.advance(t))
+            )
+    table = Table(
+        title=f"{dataset} / {split.value}: success rate overall and by difficulty, mean reward and steps"
+    )
+    for column in ("policy", "episodes", "success", "reward", "steps", *_difficulty_columns(results)):
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for r in results:
+        per_diff = [
+            f"{r.by_difficulty[d]['success_rate']:.2f}" if d in r.by_difficulty else "-"
+            for d in _difficulty_columns(results)
+        ]
+        table.add_row(
+            r.policy,
+            str(r.n_episodes),
+            f"{r.success_rate:.3f}",
+            f"{r.avg_reward:.3f}",
+            f"{r.avg_steps:.2f}",
+            *per_diff,
+        )
+    console.print(table)
+    if json_path is not None:
+        payload = results[0].to_json() if len(results) == 1 else {r.policy: r.to_json() for r in results}
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(payload, indent=2, default=list))
+        console.print(f"results written to {json_path}")
+
+
+def _difficulty_columns(results: list) -> list[str]:
+    seen = {d for r in results for d in r.by_difficulty}
+    return [d for d in ("easy", "medium", "hard", "extra") if d in seen]
+
+
+@data_app.command("info")
+def data_info(
+    dataset: DatasetOption = "demo",
+    spider_dir: SpiderDirOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
+) -> None:
+    """Databases, questions per split, per difficulty, per answer type, empty-gold count."""
+    summary = _load(dataset, spider_dir).summary()
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    console.print(
+        f"[bold]{summary['name']}[/]: {summary['databases']} databases, {summary['questions']} questions"
+    )
+    table = Table()
+    table.add_column("split")
+    table.add_column("questions", justify="right")
+    table.add_column("by difficulty")
+    table.add_column("by answer type")
+    table.add_column("empty gold", justify="right")
+    for split, n in summary["splits"].items():
+        table.add_row(
+            split,
+            str(n),
+            ", ".join(f"{k} {v}" for k, v in summary["by_difficulty"][split].items()),
+            ", ".join(f"{k} {v}" for k, v in summary["by_answer_type"][split].items()),
+            str(summary["empty_gold"][split]),
+        )
+    console.print(table)
+    if summary["dropped"]:
+        console.print("left out: " + ", ".join(f"{k}: {v}" for k, v in summary["dropped"].items()))
+
+
+@data_app.command("download")
+def data_download(
+    name: Annotated[str, typer.Argument(help="dataset to fetch (spider)")],
+    dest: Annotated[Path, typer.Option(help="directory to install it into (must not exist or be empty)")],
+    url: Annotated[str | None, typer.Option(help="download from this URL instead (a mirror)")] = None,
+    sha256: Annotated[str | None, typer.Option(help="expected SHA-256 of the archive")] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing non-empty --dest")] = False,
+) -> None:
+    """Fetch a dataset archive over HTTPS, verify its checksum and install it atomically."""
+    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+    from sqlenv.data.download import DownloadError, download_dataset
+
+    with Progress(
+        *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), console=console
+    ) as bar:
+        task = bar.add_task(f"downloading {name}", total=None)
+
+        def report(done: int, total: int | None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        try:
+            path = download_dataset(name, dest, url=url, sha256=sha256, progress=report, overwrite=overwrite)
+        except DownloadError as exc:
+            _fail(str(exc))
+    console.print(f"installed {name} at {path}; use it with --spider-dir {path}")
+
+
+if __name__ == "__main__":
+    app()

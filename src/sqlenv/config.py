@@ -1,0 +1,88 @@
+"""Every constant that shapes sqlenv's behaviour, in one place.
+
+`EnvConfig` holds the step budget, the sandbox limits and the reward constants. Everything else
+reads them from here, so an experiment changes behaviour by passing another config, never by
+editing a module. The defaults are the documented ones (README: "Reward" and "Sandbox").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Bounds on one SQL statement's execution and on what is shown of its result."""
+
+    time_limit_s: float = 5.0
+    # The progress handler runs every this many SQLite VM instructions to check the deadline.
+    progress_interval_ops: int = 10_000
+    max_rows_shown: int = 20
+    max_cell_chars: int = 80
+    max_result_chars: int = 3_000
+    # Rows kept (beyond those shown) for comparing a result with the gold answer.
+    max_rows_kept: int = 1_000
+    fetch_chunk_rows: int = 256
+    max_sql_chars: int = 20_000
+    # sqlite3 setlimit caps (see https://www.sqlite.org/c3ref/c_limit_attached.html).
+    max_string_bytes: int = 1_000_000
+    max_expr_depth: int = 200
+    max_compound_select: int = 64
+    max_like_pattern_bytes: int = 2_000
+    max_variables: int = 0
+    max_function_args: int = 32
+    max_columns: int = 500
+
+
+# Limits used once, when gold answers are computed at dataset build time.
+GOLD_LIMITS = SandboxLimits(time_limit_s=60.0, max_rows_kept=100_000)
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Reward constants. Shaping is small next to the terminal reward by construction.
+
+    Per exploration step: +executed_bonus if the action ran, +new_info_bonus if it revealed
+    something new (a table not described/sampled before, a query result not seen before),
+    +repeat_penalty (negative) for an exact repeat of an earlier action, +step_cost (negative)
+    always. A successful QUERY also pays progress_weight * (phi_new - phi_old), where phi is the
+    binned similarity of its result to the gold rows (potential-based, so it telescopes).
+    The sum is clipped to [step_clip_low, step_clip_high]. ANSWER pays only the terminal reward.
+
+    Bound on an episode's shaping: exploration steps pay at most
+    executed_bonus + new_info_bonus + step_cost = 0.02 each outside progress, and progress
+    telescopes to at most progress_weight, so with the default budget of 15 the shaping total
+    is at most 14 * 0.02 + 0.10 = 0.38 (< max_episode_shaping, checked by the tests).
+    """
+
+    executed_bonus: float = 0.01
+    new_info_bonus: float = 0.02
+    repeat_penalty: float = -0.02
+    step_cost: float = -0.01
+    progress_weight: float = 0.10
+    # phi is floored to a multiple of 1/progress_bins, so tiny result changes pay nothing.
+    progress_bins: int = 4
+    step_clip_low: float = -0.10
+    step_clip_high: float = 0.15
+    correct_answer: float = 1.0
+    wrong_answer: float = 0.0
+    # Documented invariant (tests): no episode's shaping total exceeds this.
+    max_episode_shaping: float = 0.5
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """The episode's rules: budget, sample size, sandbox limits and rewards."""
+
+    step_budget: int = 15
+    sample_rows: int = 5
+    float_tolerance: float = 0.01
+    sandbox: SandboxLimits = field(default_factory=SandboxLimits)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+
+    def with_time_limit(self, seconds: float) -> EnvConfig:
+        """Return a copy whose sandbox time limit is `seconds`."""
+        return replace(self, sandbox=replace(self.sandbox, time_limit_s=seconds))
+
+
+DEFAULT_CONFIG = EnvConfig()

@@ -1,0 +1,88 @@
+"""Turns raw questions into question records: runs each gold SQL once through the sandbox (with
+the generous gold limits), derives answer type, difficulty, tables and order, and assigns splits.
+Questions whose database is missing or whose gold SQL fails are dropped and counted by reason."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from sqlenv.config import GOLD_LIMITS
+from sqlenv.data.loaders import RawQuestion
+from sqlenv.data.records import QuestionRecord, infer_answer_type, normalize_cell
+from sqlenv.data.sql_facts import SQLFacts, analyze_sql
+from sqlenv.sandbox import SandboxError, SQLSandbox
+from sqlenv.schema import catalog_for
+
+# Given the records (split still empty), return question_id -> split name; records mapped to
+# None are left out (and counted under "excluded").
+SplitAssigner = Callable[[Sequence[QuestionRecord]], dict[str, str | None]]
+
+
+def _fallback_facts(sql: str, tables: Sequence[str]) -> SQLFacts:
+    """For SQL sqlglot cannot parse: tables named in the text, the hardest level, ORDER BY by text."""
+    lowered = sql.lower()
+    named = tuple(sorted(t.lower() for t in tables if re.search(rf"\b{re.escape(t.lower())}\b", lowered)))
+    return SQLFacts("extra", named, bool(re.search(r"\border\s+by\b", lowered)))
+
+
+def build_records(
+    raw_questions: Sequence[RawQuestion],
+    databases: dict[str, Path],
+    assign_split: SplitAssigner,
+) -> tuple[list[QuestionRecord], dict[str, int]]:
+    dropped: Counter[str] = Counter()
+    sandboxes: dict[str, SQLSandbox] = {}
+    records: list[QuestionRecord] = []
+    try:
+        for q in raw_questions:
+            path = databases.get(q.db_id)
+            if path is None:
+                dropped["database file missing"] += 1
+                continue
+            sandbox = sandboxes.get(q.db_id)
+            if sandbox is None:
+                sandbox = sandboxes[q.db_id] = SQLSandbox(path, GOLD_LIMITS)
+            try:
+                result = sandbox.execute(q.sql)
+            except SandboxError:
+                dropped["gold SQL failed"] += 1
+                continue
+            if result.truncated:
+                dropped["gold result too large"] += 1
+                continue
+            try:
+                facts = analyze_sql(q.sql)
+            except ValueError:
+                facts = _fallback_facts(q.sql, catalog_for(path).tables)
+            rows = tuple(tuple(normalize_cell(c) for c in row) for row in result.rows)
+            records.append(
+                QuestionRecord(
+                    question_id=q.question_id,
+                    question=q.question,
+                    db_id=q.db_id,
+                    gold_sql=q.sql,
+                    gold_answer=rows,
+                    gold_columns=result.columns,
+                    answer_type=infer_answer_type(rows, len(result.columns)),
+                    difficulty=facts.difficulty,
+                    tables_involved=facts.tables_involved,
+                    order_sensitive=facts.order_sensitive,
+                    split="",
+                )
+            )
+    finally:
+        for sandbox in sandboxes.values():
+            sandbox.close()
+    splits = assign_split(records)
+    assigned = []
+    for r in records:
+        split = splits.get(r.question_id)
+        if split is None:
+            dropped["excluded from train (empty gold result)" if r.empty_gold else "excluded"] += 1
+            continue
+        assigned.append(replace(r, split=split))
+    return assigned, dict(dropped)

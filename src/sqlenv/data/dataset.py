@@ -1,0 +1,71 @@
+"""A built dataset: its databases, its question records and their splits."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlenv.data.records import QuestionRecord
+
+
+@dataclass
+class Dataset:
+    name: str
+    databases: dict[str, Path]
+    records: tuple[QuestionRecord, ...]
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> count of questions left out
+    _by_id: dict[str, QuestionRecord] = field(default_factory=dict, repr=False)
+    _by_split: dict[str, tuple[QuestionRecord, ...]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_id = {r.question_id: r for r in self.records}
+        splits: dict[str, list[QuestionRecord]] = {}
+        for r in self.records:
+            splits.setdefault(r.split, []).append(r)
+        self._by_split = {k: tuple(v) for k, v in splits.items()}
+
+    @property
+    def split_names(self) -> tuple[str, ...]:
+        return tuple(sorted(self._by_split))
+
+    def split(self, name: str) -> tuple[QuestionRecord, ...]:
+        if name not in self._by_split:
+            raise KeyError(
+                f"dataset {self.name!r} has no split {name!r}; splits: {', '.join(self.split_names)}"
+            )
+        return self._by_split[name]
+
+    def get(self, question_id: str) -> QuestionRecord:
+        try:
+            return self._by_id[question_id]
+        except KeyError:
+            raise KeyError(f"unknown question_id {question_id!r} in dataset {self.name!r}") from None
+
+    def __contains__(self, question_id: object) -> bool:
+        return question_id in self._by_id
+
+    def db_path(self, db_id: str) -> Path:
+        return self.databases[db_id]
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for `sqlenv data info`."""
+        return {
+            "name": self.name,
+            "databases": len({r.db_id for r in self.records}),
+            "questions": len(self.records),
+            "splits": {name: len(self._by_split[name]) for name in self.split_names},
+            "by_difficulty": {
+                name: dict(sorted(Counter(r.difficulty for r in self._by_split[name]).items()))
+                for name in self.split_names
+            },
+            "by_answer_type": {
+                name: dict(sorted(Counter(r.answer_type for r in self._by_split[name]).items()))
+                for name in self.split_names
+            },
+            "empty_gold": {
+                name: sum(r.empty_gold for r in self._by_split[name]) for name in self.split_names
+            },
+            "dropped": dict(self.dropped),
+        }

@@ -1,0 +1,298 @@
+"""The episode state machine: `SQLEnvironment`, an OpenEnv `Environment`.
+
+reset() picks a question (seeded, or by id) and shows the question and the table names only.
+step() runs one action — DESCRIBE, SAMPLE, QUERY or ANSWER — spends one step of the budget and
+pays the reward of `sqlenv.rewards`. ANSWER or an exhausted budget ends the episode; after the
+end every action gets an error and changes nothing. Invalid actions (unknown type, unknown
+table, refused SQL) are errors the agent reads; they spend a step and never raise.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import EnvironmentMetadata
+
+from sqlenv.config import DEFAULT_CONFIG, EnvConfig
+from sqlenv.data import Dataset, QuestionRecord, load_dataset
+from sqlenv.models import ACTION_TYPES, SQLAction, SQLObservation, SQLState
+from sqlenv.rewards import (
+    GoldProfile,
+    StepOutcome,
+    exploration_reward,
+    progress_potential,
+    terminal_reward,
+)
+from sqlenv.sandbox import SandboxError, SQLSandbox, render_result
+from sqlenv.schema import DatabaseCatalog, catalog_for
+from sqlenv.verifier import verify_answer
+
+_MAX_OPEN_SANDBOXES = 8
+_NO_EPISODE = "no episode is running: call reset() first"
+
+
+@dataclass
+class _Episode:
+    episode_id: str
+    record: QuestionRecord
+    catalog: DatabaseCatalog
+    budget: int
+    step_count: int = 0
+    done: bool = False
+    history: list[str] = field(default_factory=list)
+    seen_actions: set[tuple[str, str]] = field(default_factory=set)
+    seen_info: set[object] = field(default_factory=set)
+    phi: float = 0.0
+    gold_profile: GoldProfile | None = None
+    operational_total: float = 0.0
+    progress_total: float = 0.0
+    terminal_total: float = 0.0
+    answered: bool = False
+    correct: bool | None = None
+
+    @property
+    def total_reward(self) -> float:
+        return self.operational_total + self.progress_total + self.terminal_total
+
+
+@dataclass
+class _Outcome:
+    """What an action produced before rewards: text for the agent and facts for the reward."""
+
+    result: str = ""
+    error: str = ""
+    executed: bool = False
+    new_info: bool = False
+    phi: float | None = None  # set by a successful QUERY
+
+
+class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
+    """Answer a question about a SQLite database by exploring it within a step budget."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(
+        self,
+        dataset: str | Dataset = "demo",
+        split: str = "train",
+        spider_dir: str | Path | None = None,
+        config: EnvConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = config or DEFAULT_CONFIG
+        self.dataset = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, spider_dir)
+        self.split = split
+        self.questions = self.dataset.split(split)
+        if not self.questions:
+            raise ValueError(f"split {split!r} of dataset {self.dataset.name!r} has no questions")
+        self._rng = random.Random()
+        self._sandboxes: OrderedDict[str, SQLSandbox] = OrderedDict()
+        self._episode: _Episode | None = None
+
+    # ---- OpenEnv API -------------------------------------------------------------------------
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        question_id: str | None = None,
+        **kwargs: Any,
+    ) -> SQLObservation:
+        """Start an episode on `question_id`, or on a question drawn from the split (seeded)."""
+        if kwargs:
+            raise ValueError(f"unknown reset argument(s): {', '.join(sorted(kwargs))}")
+        if question_id is not None:
+            record = self.dataset.get(question_id)
+        else:
+            rng = random.Random(seed) if seed is not None else self._rng
+            record = self.questions[rng.randrange(len(self.questions))]
+        catalog = catalog_for(self.dataset.db_path(record.db_id))
+        self._episode = _Episode(
+            episode_id=episode_id or uuid.uuid4().hex,
+            record=record,
+            catalog=catalog,
+            budget=self.config.step_budget,
+        )
+        return self._observation(self._episode, result="", error="", reward=None)
+
+    def step(self, action: SQLAction, timeout_s: float | None = None, **kwargs: Any) -> SQLObservation:
+        ep = self._episode
+        if not isinstance(action, SQLAction):
+            action = SQLAction.model_validate(action)
+        if ep is None:
+            return SQLObservation(error=_NO_EPISODE, done=True, reward=0.0)
+        if ep.done:
+            return self._observation(
+                ep,
+                result="",
+                error="the episode is over (it ended with ANSWER or an exhausted budget): call reset() "
+                "to start a new one",
+                reward=0.0,
+            )
+        kind = action.action_type.strip().upper()
+        argument = action.argument
+        ep.step_count += 1
+        ep.history.append(f"{kind or '?'} {_short(argument)}".rstrip())
+        if kind == "ANSWER":
+            return self._answer(ep, argument)
+        action_key = (kind, " ".join(argument.split()).rstrip(";").strip())
+        repeat = action_key in ep.seen_actions
+        ep.seen_actions.add(action_key)
+        outcome = self._explore(ep, kind, argument, timeout_s)
+        phi_before = ep.phi
+        if outcome.phi is not None:
+            ep.phi = outcome.phi
+        reward = exploration_reward(
+            StepOutcome(outcome.executed, outcome.new_info, repeat, phi_before, ep.phi), self.config.reward
+        )
+        ep.operational_total += reward.operational
+        ep.progress_total += reward.progress
+        result = outcome.result
+        if ep.step_count >= ep.budget:
+            ep.done = True
+            ep.correct = False
+            ep.terminal_total += terminal_reward(False, self.config.reward)
+            result = (result + "\n" if result else "") + "Step budget exhausted: the episode is over."
+        obs = self._observation(ep, result=result, error=outcome.error, reward=reward.total)
+        obs.metadata["reward_components"] = {
+            "operational": reward.operational,
+            "progress": reward.progress,
+            "terminal": 0.0,
+        }
+        return obs
+
+    @property
+    def state(self) -> SQLState:
+        ep = self._episode
+        if ep is None:
+            return SQLState(step_budget=self.config.step_budget)
+        return SQLState(
+            episode_id=ep.episode_id,
+            step_count=ep.step_count,
+            question_id=ep.record.question_id,
+            db_id=ep.record.db_id,
+            difficulty=ep.record.difficulty,
+            step_budget=ep.budget,
+            done=ep.done,
+            total_reward=ep.total_reward,
+            shaping_reward=ep.operational_total + ep.progress_total,
+            progress=ep.phi,
+            answered=ep.answered,
+            correct=ep.correct,
+        )
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name="sqlenv",
+            description="Answer questions about SQLite databases by exploring them: DESCRIBE a table, "
+            "SAMPLE rows, run a read-only QUERY, then ANSWER, within a step budget.",
+            version="0.1.0",
+        )
+
+    def close(self) -> None:
+        for sandbox in self._sandboxes.values():
+            sandbox.close()
+        self._sandboxes.clear()
+
+    # ---- actions -----------------------------------------------------------------------------
+
+    def _explore(self, ep: _Episode, kind: str, argument: str, timeout_s: float | None) -> _Outcome:
+        if kind in ("DESCRIBE", "SAMPLE"):
+            table = ep.catalog.resolve_table(argument)
+            if table is None:
+                what = "a table name" if not argument.strip() else f"unknown table {_short(argument)!r}"
+                return _Outcome(error=f"{kind} needs {what}; tables: {', '.join(ep.catalog.tables)}")
+            if kind == "DESCRIBE":
+                text = ep.catalog.describe(table)
+            else:
+                text = ep.catalog.sample(table, self.config.sample_rows, self.config.sandbox)
+            info_key = (kind, table)
+            new_info = info_key not in ep.seen_info
+            ep.seen_info.add(info_key)
+            return _Outcome(result=text, executed=True, new_info=new_info)
+        if kind == "QUERY":
+            return self._query(ep, argument, timeout_s)
+        return _Outcome(
+            error=f"unknown action type {_short(kind) or '(empty)'!r}; use one of: {', '.join(ACTION_TYPES)}"
+        )
+
+    def _query(self, ep: _Episode, sql: str, timeout_s: float | None) -> _Outcome:
+        limit = self.config.sandbox.time_limit_s
+        if timeout_s is not None and timeout_s > 0:
+            limit = min(limit, timeout_s)
+        try:
+            result = self._sandbox(ep.record.db_id).execute(sql, time_limit_s=limit)
+        except SandboxError as exc:
+            return _Outcome(error=str(exc))
+        info_key = ("RESULT", result.columns, result.rows, result.truncated)
+        new_info = info_key not in ep.seen_info
+        ep.seen_info.add(info_key)
+        if ep.gold_profile is None:
+            ep.gold_profile = GoldProfile.of(ep.record.gold_answer)
+        phi = progress_potential(
+            result.rows, ep.gold_profile, self.config.reward, self.config.float_tolerance
+        )
+        return _Outcome(
+            result=render_result(result, self.config.sandbox), executed=True, new_info=new_info, phi=phi
+        )
+
+    def _answer(self, ep: _Episode, argument: str) -> SQLObservation:
+        record = ep.record
+        verdict = verify_answer(
+            argument,
+            record.gold_answer,
+            record.answer_type,
+            record.order_sensitive,
+            self.config.float_tolerance,
+        )
+        reward = terminal_reward(verdict.correct, self.config.reward)
+        ep.done = True
+        ep.answered = True
+        ep.correct = verdict.correct
+        ep.terminal_total += reward
+        obs = self._observation(ep, result=verdict.reason, error="", reward=reward)
+        obs.metadata["correct"] = verdict.correct
+        obs.metadata["reward_components"] = {"operational": 0.0, "progress": 0.0, "terminal": reward}
+        return obs
+
+    def _sandbox(self, db_id: str) -> SQLSandbox:
+        sandbox = self._sandboxes.get(db_id)
+        if sandbox is None:
+            sandbox = SQLSandbox(self.dataset.db_path(db_id), self.config.sandbox)
+            self._sandboxes[db_id] = sandbox
+            if len(self._sandboxes) > _MAX_OPEN_SANDBOXES:
+                _, oldest = self._sandboxes.popitem(last=False)
+                oldest.close()
+        else:
+            self._sandboxes.move_to_end(db_id)
+        return sandbox
+
+    def _observation(self, ep: _Episode, *, result: str, error: str, reward: float | None) -> SQLObservation:
+        return SQLObservation(
+            question=ep.record.question,
+            schema_info=ep.catalog.table_list_text,
+            result=result,
+            error=error,
+            step_count=ep.step_count,
+            budget_remaining=max(ep.budget - ep.step_count, 0),
+            action_history=list(ep.history),
+            done=ep.done,
+            reward=reward,
+            metadata={
+                "question_id": ep.record.question_id,
+                "db_id": ep.record.db_id,
+                "difficulty": ep.record.difficulty,
+                "episode_id": ep.episode_id,
+            },
+        )
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,122 @@
+"""Rewards: pure functions of (episode facts, action outcome). Constants live in RewardConfig.
+
+Three layers:
+- L1 operational (every exploration step): executed bonus, new-information bonus, repeat
+  penalty, step cost;
+- L2 progress (successful QUERY only): progress_weight * (phi_new - phi_old), where phi is the
+  binned similarity of the query's result to the gold rows. Potential-based: over an episode the
+  payments sum to progress_weight * phi_last, so oscillating between results earns nothing;
+- L3 terminal (ANSWER): correct_answer or wrong_answer.
+Each exploration step's L1 + L2 is clipped to [step_clip_low, step_clip_high].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlenv.config import RewardConfig
+from sqlenv.data.records import Cell
+from sqlenv.verifier import parse_number, rows_equal_unordered
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What one exploration step did, as far as rewards are concerned."""
+
+    executed: bool
+    new_info: bool
+    repeat: bool
+    phi_before: float
+    phi_after: float
+
+
+@dataclass(frozen=True)
+class StepReward:
+    operational: float
+    progress: float
+
+    @property
+    def total(self) -> float:
+        return self.operational + self.progress
+
+
+def exploration_reward(outcome: StepOutcome, cfg: RewardConfig) -> StepReward:
+    """L1 + L2 for one DESCRIBE/SAMPLE/QUERY (or invalid) step, clipped as a whole."""
+    operational = cfg.step_cost
+    if outcome.executed:
+        operational += cfg.executed_bonus
+    if outcome.new_info:
+        operational += cfg.new_info_bonus
+    if outcome.repeat:
+        operational += cfg.repeat_penalty
+    progress = cfg.progress_weight * (outcome.phi_after - outcome.phi_before)
+    total = min(max(operational + progress, cfg.step_clip_low), cfg.step_clip_high)
+    paid_progress = min(max(progress, cfg.step_clip_low), cfg.step_clip_high)
+    # Clipping is charged to the operational part; the progress part is paid as computed.
+    return StepReward(operational=total - paid_progress, progress=paid_progress)
+
+
+def terminal_reward(correct: bool, cfg: RewardConfig) -> float:
+    """L3: the reward of an ANSWER (or of running out of budget, which is not correct)."""
+    return cfg.correct_answer if correct else cfg.wrong_answer
+
+
+def _value_key(value: Cell) -> object:
+    number = parse_number(value) if not isinstance(value, str) or value.strip() else None
+    if number is not None:
+        return round(float(number), 4)
+    if value is None:
+        return None
+    return str(value).strip().casefold()
+
+
+@dataclass
+class GoldProfile:
+    """What phi needs of the gold rows, computed once per episode on its first QUERY."""
+
+    rows: Sequence[Sequence[Cell]]
+    values: frozenset[object]
+    scalar_number: float | None
+
+    @classmethod
+    def of(cls, rows: Sequence[Sequence[Cell]]) -> GoldProfile:
+        values = frozenset(_value_key(c) for row in rows for c in row)
+        scalar = None
+        if len(rows) == 1 and len(rows[0]) == 1:
+            number = parse_number(rows[0][0]) if not isinstance(rows[0][0], str) else None
+            scalar = float(number) if number is not None else None
+        return cls(rows, values, scalar)
+
+
+def result_similarity(rows: Sequence[Sequence[Cell]], gold: GoldProfile, float_tolerance: float) -> float:
+    """Raw similarity in [0, 1] of a query result to the gold rows; 1.0 only for the gold result."""
+    if rows_equal_unordered(rows, gold.rows, float_tolerance):
+        return 1.0
+    n, g = len(rows), len(gold.rows)
+    cardinality = min(n, g) / max(n, g) if max(n, g) else 1.0
+    values = {_value_key(c) for row in rows for c in row}
+    common = len(values & gold.values)
+    overlap = 2 * common / (len(values) + len(gold.values)) if common else 0.0
+    if gold.scalar_number is None:
+        return 0.3 * cardinality + 0.7 * overlap
+    closeness = 0.0
+    for row in rows[:50]:
+        for cell in row:
+            number = parse_number(cell) if not isinstance(cell, str) else None
+            if number is not None:
+                scale = max(abs(gold.scalar_number), 1e-9)
+                closeness = max(closeness, 1.0 - min(1.0, abs(float(number) - gold.scalar_number) / scale))
+    return 0.2 * cardinality + 0.3 * overlap + 0.5 * closeness
+
+
+def progress_potential(
+    rows: Sequence[Sequence[Cell]], gold: GoldProfile, cfg: RewardConfig, float_tolerance: float
+) -> float:
+    """phi: the similarity floored to a multiple of 1/bins; only the gold result reaches 1.0."""
+    raw = result_similarity(rows, gold, float_tolerance)
+    if raw >= 1.0:
+        return 1.0
+    top = (cfg.progress_bins - 1) / cfg.progress_bins
+    return min(math.floor(raw * cfg.progress_bins) / cfg.progress_bins, top)

@@ -1,0 +1,349 @@
+"""The answer verifier: parses an ANSWER string and compares it with the gold rows, by type.
+
+Rules (documented in the README, "Answer rules"):
+- integer: exact after numeric coercion ("42", "42.0", "1,234" for 1234);
+- float: within `float_tolerance` relative error (1% by default; absolute 1e-9 when gold is 0);
+- string: trimmed, case-insensitive; two numeric strings also match numerically;
+- list (one column): order-insensitive multiset unless the gold SQL has ORDER BY;
+- table (several columns): a multiset of rows, each cell compared by its gold type; ordered only
+  when the gold SQL has ORDER BY;
+- empty gold: only an explicit "no rows" answer matches ("[]", "none", "no results", "empty", "").
+Wrapping is stripped first: code fences, "Answer:" prefixes, surrounding quotes. A list or table
+answer may be a JSON array (of values, or of rows), newline-separated, comma/semicolon-separated,
+or `a | b` rows (markdown tables too). NULL cells match "null"/"none"/"".
+`format_answer` writes the canonical form the oracle uses: scalars as text, lists and tables as
+JSON arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlenv.data.records import AnswerType, Cell
+
+_FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
+_PREFIX = re.compile(r"^(?:final\s+answer|the\s+answer\s+is|answer)\s*[:=\-]?\s*", re.IGNORECASE)
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_BULLET = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
+_MD_SEPARATOR = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
+_NULL_WORDS = frozenset({"null", "none", "", "nan"})
+_EMPTY_WORDS = frozenset(
+    {"", "[]", "none", "null", "no results", "no result", "empty", "nothing", "no rows", "0 rows", "[[]]"}
+)
+# Above this many rows an order-insensitive float comparison is not attempted pairwise.
+_MAX_PAIRWISE_ROWS = 3_000
+
+
+@dataclass(frozen=True)
+class Verdict:
+    correct: bool
+    reason: str
+
+
+def strip_wrapping(text: str) -> str:
+    """Remove code fences, an "Answer:" prefix and quotes around the whole answer."""
+    text = text.strip()
+    for _ in range(3):  # wrappings can nest: ```\nAnswer: "x"\n```
+        before = text
+        fence = _FENCE.match(text)
+        if fence:
+            text = fence.group(1).strip()
+        text = _PREFIX.sub("", text, count=1).strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+            text = text[1:-1].strip()
+        if text == before:
+            break
+    return text
+
+
+def parse_number(token: Cell) -> float | int | None:
+    """A number from a JSON value or text, or None if it is not one."""
+    if isinstance(token, bool) or token is None:
+        return None
+    if isinstance(token, int | float):
+        return token if not (isinstance(token, float) and not math.isfinite(token)) else None
+    text = token.strip()
+    if text.endswith(".") and text[:-1].lstrip("+-").isdigit():
+        text = text[:-1]  # "42." as a sentence end
+    if _THOUSANDS.match(text):
+        text = text.replace(",", "")
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def cell_matches(token: Cell, gold: Cell, float_tolerance: float) -> bool:
+    """One answer cell against one gold cell, by the gold cell's type."""
+    if gold is None:
+        return token is None or (isinstance(token, str) and token.strip().lower() in _NULL_WORDS)
+    if isinstance(gold, bool | int):
+        number = parse_number(token)
+        return number is not None and number == gold
+    if isinstance(gold, float):
+        number = parse_number(token)
+        if number is None:
+            return False
+        if gold == 0:
+            return abs(number) <= 1e-9
+        return abs(number - gold) <= float_tolerance * abs(gold)
+    if token is None:
+        return False
+    text = token if isinstance(token, str) else _json_scalar_text(token)
+    if text.strip().casefold() == gold.strip().casefold():
+        return True
+    answer_number, gold_number = parse_number(text), parse_number(gold)
+    return answer_number is not None and gold_number is not None and answer_number == gold_number
+
+
+def _json_scalar_text(value: Cell) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _try_json(text: str) -> object:
+    if not text or text[0] not in '[{"-0123456789tfn':
+        return _NO_JSON
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NO_JSON
+
+
+_NO_JSON = object()
+
+
+def _as_cell(value: object) -> Cell | object:
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return _NO_JSON
+
+
+def _unwrap_single(values: list[object]) -> list[object]:
+    """[[a], [b]] -> [a, b]; dict rows with one value -> that value."""
+    out: list[object] = []
+    for v in values:
+        if isinstance(v, list) and len(v) == 1:
+            v = v[0]
+        elif isinstance(v, dict) and len(v) == 1:
+            v = next(iter(v.values()))
+        out.append(v)
+    return out
+
+
+def _clean_item(item: str) -> str:
+    item = _BULLET.sub("", item.strip()).strip()
+    if len(item) >= 2 and item[0] == item[-1] and item[0] in "\"'`":
+        item = item[1:-1]
+    return item.strip()
+
+
+def _list_candidates(text: str) -> Iterable[list[Cell]]:
+    parsed = _try_json(text)
+    if isinstance(parsed, list):
+        items = [_as_cell(v) for v in _unwrap_single(parsed)]
+        if all(i is not _NO_JSON for i in items):
+            yield items  # type: ignore[misc]
+    elif parsed is not _NO_JSON and _as_cell(parsed) is not _NO_JSON:
+        yield [parsed]  # type: ignore[list-item]
+    if "\n" in text:
+        yield [_clean_item(line) for line in text.splitlines() if line.strip()]
+    for sep in (",", ";", "|"):
+        if sep in text:
+            yield [_clean_item(part) for part in text.split(sep)]
+    yield [_clean_item(text)]
+
+
+def _split_row(line: str) -> list[list[str]]:
+    line = line.strip()
+    options: list[list[str]] = []
+    if "|" in line:
+        options.append([c.strip() for c in line.strip("|").split("|")])
+    if "\t" in line:
+        options.append([c.strip() for c in line.split("\t")])
+    for sep in (",", ";"):
+        if sep in line:
+            options.append([_clean_item(c) for c in line.split(sep)])
+    if not options:
+        options.append([line])
+    return options
+
+
+def _table_candidates(text: str, width: int, n_rows: int) -> Iterable[list[list[Cell]]]:
+    parsed = _try_json(text)
+    if isinstance(parsed, list):
+        rows: list[list[Cell]] = []
+        flat = parsed and not any(isinstance(r, list | dict) for r in parsed)
+        source = [parsed] if flat else parsed
+        for r in source:
+            if isinstance(r, dict):
+                r = list(r.values())
+            if not isinstance(r, list) or any(_as_cell(c) is _NO_JSON for c in r):
+                rows = []
+                break
+            rows.append(r)
+        if rows:
+            yield rows
+    lines = [ln for ln in text.splitlines() if ln.strip() and not _MD_SEPARATOR.match(ln.strip())]
+    if len(lines) == 1 and n_rows > 1:
+        # One line holding several rows: "a, 1; b, 2" or "(a, 1), (b, 2)".
+        for row_sep in (";", "),"):
+            if row_sep in lines[0]:
+                lines = [part.strip().strip("()") for part in lines[0].split(row_sep)]
+                break
+    split_lines = [_split_row(ln) for ln in lines]
+    for choice in range(3):
+        table = [opts[min(choice, len(opts) - 1)] for opts in split_lines]
+        if all(len(r) == width for r in table):
+            yield table  # type: ignore[misc]
+            if len(table) == n_rows + 1:
+                yield table[1:]  # a header line
+    if n_rows == 1 and width > 1:
+        for opts in _split_row(text.replace("\n", " ")):
+            yield [opts]  # type: ignore[list-item]
+
+
+def _rows_match(
+    answer: Sequence[Sequence[Cell]],
+    gold: Sequence[Sequence[Cell]],
+    ordered: bool,
+    float_tolerance: float,
+) -> bool:
+    if len(answer) != len(gold):
+        return False
+    if any(len(a) != len(g) for a, g in zip(answer, gold, strict=True)) and ordered:
+        return False
+    if ordered:
+        return all(
+            all(cell_matches(a, g, float_tolerance) for a, g in zip(ar, gr, strict=True))
+            for ar, gr in zip(answer, gold, strict=True)
+        )
+    width = len(gold[0]) if gold else 0
+    if any(len(a) != width for a in answer):
+        return False
+    kinds = _column_kinds(gold, width)
+    if "float" not in kinds:
+        keyed_answer = Counter(tuple(_canonical(c, k) for c, k in zip(r, kinds, strict=True)) for r in answer)
+        keyed_gold = Counter(tuple(_canonical(c, k) for c, k in zip(r, kinds, strict=True)) for r in gold)
+        if keyed_answer == keyed_gold:
+            return True
+        if all(k != "mixed" for k in kinds):
+            return False
+    if len(gold) > _MAX_PAIRWISE_ROWS:
+        return False
+    unmatched = list(answer)
+    for g in gold:
+        for i, a in enumerate(unmatched):
+            if all(cell_matches(ac, gc, float_tolerance) for ac, gc in zip(a, g, strict=True)):
+                del unmatched[i]
+                break
+        else:
+            return False
+    return True
+
+
+def _column_kinds(gold: Sequence[Sequence[Cell]], width: int) -> list[str]:
+    kinds: list[str] = []
+    for j in range(width):
+        seen = {_kind(row[j]) for row in gold if row[j] is not None}
+        kinds.append(seen.pop() if len(seen) == 1 else ("null" if not seen else "mixed"))
+    return kinds
+
+
+def _kind(value: Cell) -> str:
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, int):
+        return "int"
+    return "str"
+
+
+def _canonical(value: Cell, kind: str) -> object:
+    if value is None or (isinstance(value, str) and value.strip().lower() in _NULL_WORDS):
+        return None
+    if kind == "int":
+        number = parse_number(value)
+        return number if number is not None else ("text", str(value))
+    if isinstance(value, str):
+        return value.strip().casefold()
+    return _json_scalar_text(value).casefold()
+
+
+def is_empty_answer(text: str) -> bool:
+    return strip_wrapping(text).strip().lower().rstrip(".") in _EMPTY_WORDS
+
+
+def verify_answer(
+    answer: str,
+    gold_rows: Sequence[Sequence[Cell]],
+    answer_type: AnswerType,
+    order_sensitive: bool,
+    float_tolerance: float = 0.01,
+) -> Verdict:
+    """Compare an ANSWER string with the gold rows under the rules above."""
+    if not isinstance(answer, str):
+        return Verdict(False, "the answer must be text")
+    if len(gold_rows) == 0:
+        if is_empty_answer(answer):
+            return Verdict(True, "correct: the result is empty")
+        return Verdict(False, "wrong: the expected result is empty")
+    text = strip_wrapping(answer)
+    if answer_type in ("integer", "float", "string"):
+        gold = gold_rows[0][0]
+        for candidate in _scalar_candidates(text):
+            if cell_matches(candidate, gold, float_tolerance):
+                return Verdict(True, "correct")
+        return Verdict(False, f"wrong: expected a single {answer_type} value")
+    if answer_type == "list":
+        gold_items = [[row[0]] for row in gold_rows]
+        for items in _list_candidates(text):
+            if _rows_match([[i] for i in items], gold_items, order_sensitive, float_tolerance):
+                return Verdict(True, "correct")
+        order = "in order" if order_sensitive else "in any order"
+        return Verdict(False, f"wrong: expected a list of {len(gold_rows)} values {order}")
+    width = len(gold_rows[0])
+    for table in _table_candidates(text, width, len(gold_rows)):
+        if _rows_match(table, gold_rows, order_sensitive, float_tolerance):
+            return Verdict(True, "correct")
+    return Verdict(False, f"wrong: expected {len(gold_rows)} rows of {width} columns")
+
+
+def _scalar_candidates(text: str) -> Iterable[Cell]:
+    parsed = _try_json(text)
+    while isinstance(parsed, list) and len(parsed) == 1:
+        parsed = parsed[0]
+    if parsed is not _NO_JSON and _as_cell(parsed) is not _NO_JSON:
+        yield parsed  # type: ignore[misc]
+    yield text
+    if text.endswith("."):
+        yield text[:-1]
+
+
+def format_answer(rows: Sequence[Sequence[Cell]], answer_type: AnswerType) -> str:
+    """The canonical answer text for gold rows (what the oracle sends)."""
+    if not rows:
+        return "[]"
+    if answer_type in ("integer", "float", "string"):
+        value = rows[0][0]
+        return "NULL" if value is None else str(value)
+    if answer_type == "list":
+        return json.dumps([row[0] for row in rows], ensure_ascii=False)
+    return json.dumps([list(row) for row in rows], ensure_ascii=False)
+
+
+def rows_equal_unordered(
+    rows: Sequence[Sequence[Cell]], gold_rows: Sequence[Sequence[Cell]], float_tolerance: float = 0.01
+) -> bool:
+    """Whether a query result equals the gold rows as a multiset (used by progress rewards)."""
+    return _rows_match(rows, gold_rows, False, float_tolerance)
