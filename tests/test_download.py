@@ -414,3 +414,31 @@ def test_pinned_spider_source_is_well_formed() -> None:
     assert source.url.startswith("https://")
     assert source.sha256 is None or len(source.sha256) == 64
     assert source.size_hint is None or source.size_hint > 0
+
+
+def test_cli_download_then_use_the_dataset(
+    tmp_path: Path, server: Server, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sqlenv data download` installs an archive that `--spider-dir` then serves end to end."""
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+    from sqlenv.data import presets
+
+    monkeypatch.setenv("SQLENV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(presets, "_LOADED", {})
+    url, digest = server.publish(_make_zip(tmp_path / "spider.zip", _spider_members(tmp_path)))
+    dest = data_dir / "spider"
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["data", "download", "spider", "--dest", str(dest), "--url", url, "--sha256", digest]
+    )
+    assert result.exit_code == 0, result.output
+    assert "installed spider" in result.output
+    info = runner.invoke(app, ["data", "info", "--dataset", "spider", "--spider-dir", str(dest), "--json"])
+    assert info.exit_code == 0, info.output
+    assert json.loads(info.output)["splits"] == {"eval": 1}
+    bad = runner.invoke(
+        app, ["data", "download", "spider", "--dest", str(dest), "--url", url, "--sha256", "0" * 64]
+    )
+    assert bad.exit_code == 2 and "error" in bad.output

@@ -49,7 +49,6 @@ class _Episode:
     seen_actions: set[tuple[str, str]] = field(default_factory=set)
     seen_info: set[object] = field(default_factory=set)
     phi: float = 0.0
-    gold_profile: GoldProfile | None = None
     operational_total: float = 0.0
     progress_total: float = 0.0
     terminal_total: float = 0.0
@@ -233,10 +232,8 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         info_key = ("RESULT", result.columns, result.rows, result.truncated)
         new_info = info_key not in ep.seen_info
         ep.seen_info.add(info_key)
-        if ep.gold_profile is None:
-            ep.gold_profile = GoldProfile.of(ep.record.gold_answer)
         phi = progress_potential(
-            result.rows, ep.gold_profile, self.config.reward, self.config.float_tolerance
+            result.rows, _gold_profile(ep.record), self.config.reward, self.config.float_tolerance
         )
         return _Outcome(
             result=render_result(result, self.config.sandbox), executed=True, new_info=new_info, phi=phi
@@ -291,6 +288,18 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
                 "episode_id": ep.episode_id,
             },
         )
+
+
+# Gold profiles by record identity (the record is kept alive alongside, so ids stay unique).
+_GOLD_PROFILES: dict[int, tuple[QuestionRecord, GoldProfile]] = {}
+
+
+def _gold_profile(record: QuestionRecord) -> GoldProfile:
+    entry = _GOLD_PROFILES.get(id(record))
+    if entry is None or entry[0] is not record:
+        entry = (record, GoldProfile.of(record.gold_answer))
+        _GOLD_PROFILES[id(record)] = entry
+    return entry[1]
 
 
 def _short(text: str, limit: int = 120) -> str:

@@ -13,12 +13,13 @@ Each exploration step's L1 + L2 is clipped to [step_clip_low, step_clip_high].
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlenv.config import RewardConfig
 from sqlenv.data.records import Cell
-from sqlenv.verifier import parse_number, rows_equal_unordered
+from sqlenv.verifier import rows_equal_unordered
 
 
 @dataclass(frozen=True)
@@ -64,19 +65,20 @@ def terminal_reward(correct: bool, cfg: RewardConfig) -> float:
 
 
 def _value_key(value: Cell) -> object:
-    number = parse_number(value) if not isinstance(value, str) or value.strip() else None
-    if number is not None:
-        return round(float(number), 4)
-    if value is None:
-        return None
-    return str(value).strip().casefold()
+    """A hashable, loosely normalised form of a cell for value-overlap counting."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return round(float(value), 4)
+    if isinstance(value, str):
+        return value.strip().casefold()
+    return value
 
 
 @dataclass
 class GoldProfile:
-    """What phi needs of the gold rows, computed once per episode on its first QUERY."""
+    """What phi needs of the gold rows; built once per question and reused by every episode."""
 
     rows: Sequence[Sequence[Cell]]
+    row_counts: Counter[tuple[Cell, ...]]
     values: frozenset[object]
     scalar_number: float | None
 
@@ -85,14 +87,23 @@ class GoldProfile:
         values = frozenset(_value_key(c) for row in rows for c in row)
         scalar = None
         if len(rows) == 1 and len(rows[0]) == 1:
-            number = parse_number(rows[0][0]) if not isinstance(rows[0][0], str) else None
-            scalar = float(number) if number is not None else None
-        return cls(rows, values, scalar)
+            cell = rows[0][0]
+            if isinstance(cell, int | float) and not isinstance(cell, bool):
+                scalar = float(cell)
+        return cls(rows, Counter(tuple(r) for r in rows), values, scalar)
+
+
+def _same_rows(rows: Sequence[Sequence[Cell]], gold: GoldProfile, float_tolerance: float) -> bool:
+    if len(rows) != len(gold.rows):
+        return False
+    if rows == gold.rows or Counter(tuple(r) for r in rows) == gold.row_counts:  # exact: the common case
+        return True
+    return rows_equal_unordered(rows, gold.rows, float_tolerance)
 
 
 def result_similarity(rows: Sequence[Sequence[Cell]], gold: GoldProfile, float_tolerance: float) -> float:
     """Raw similarity in [0, 1] of a query result to the gold rows; 1.0 only for the gold result."""
-    if rows_equal_unordered(rows, gold.rows, float_tolerance):
+    if _same_rows(rows, gold, float_tolerance):
         return 1.0
     n, g = len(rows), len(gold.rows)
     cardinality = min(n, g) / max(n, g) if max(n, g) else 1.0
@@ -102,12 +113,11 @@ def result_similarity(rows: Sequence[Sequence[Cell]], gold: GoldProfile, float_t
     if gold.scalar_number is None:
         return 0.3 * cardinality + 0.7 * overlap
     closeness = 0.0
+    scale = max(abs(gold.scalar_number), 1e-9)
     for row in rows[:50]:
         for cell in row:
-            number = parse_number(cell) if not isinstance(cell, str) else None
-            if number is not None:
-                scale = max(abs(gold.scalar_number), 1e-9)
-                closeness = max(closeness, 1.0 - min(1.0, abs(float(number) - gold.scalar_number) / scale))
+            if isinstance(cell, int | float) and not isinstance(cell, bool):
+                closeness = max(closeness, 1.0 - min(1.0, abs(float(cell) - gold.scalar_number) / scale))
     return 0.2 * cardinality + 0.3 * overlap + 0.5 * closeness
 
 

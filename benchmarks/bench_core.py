@@ -1,0 +1,144 @@
+"""In-process latency of the core environment, with raw sqlite3 as the baseline of the same run.
+
+Measures, on spider10 (or demo with --dataset demo):
+- reset() per call;
+- DESCRIBE and SAMPLE steps (served from the schema catalog after first use);
+- QUERY steps running every gold query of the dataset, against raw `sqlite3` execute + fetchall of
+  the same statements on a plain read-only connection — the ratio is the sandbox's overhead
+  (authorizer, progress handler, bounded fetch, rendering, reward, observation);
+- the oracle policy over every question of the dataset (all splits).
+
+Run: .venv/bin/python benchmarks/bench_core.py --spider-dir ../shared/spider [--repeats 5]
+Targets (issue 2): QUERY <= 1.2x raw, DESCRIBE/SAMPLE <= 100 us, reset <= 200 us, oracle over all
+676 spider10 questions < 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import statistics
+import time
+from urllib.parse import quote
+
+from sqlenv import SQLAction, SQLEnvironment
+from sqlenv.data import load_dataset
+from sqlenv.evaluation import evaluate
+from sqlenv.policies import OraclePolicy
+
+
+def _median_time(fn, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dataset", default="spider10")
+    parser.add_argument("--spider-dir", default=None)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+
+    dataset = load_dataset(args.dataset, args.spider_dir)
+    records = list(dataset.records)
+    env = SQLEnvironment(dataset=dataset, split=dataset.split_names[0])
+    ids = [r.question_id for r in records]
+
+    # Warm caches (catalogs, describe/sample texts, statement caches) once, as training would.
+    for r in records:
+        env.reset(question_id=r.question_id)
+        for t in r.tables_involved:
+            env.step(SQLAction(action_type="DESCRIBE", argument=t))
+            env.step(SQLAction(action_type="SAMPLE", argument=t))
+
+    def resets() -> None:
+        for qid in ids:
+            env.reset(question_id=qid)
+
+    reset_s = _median_time(resets, args.repeats) / len(ids)
+
+    # DESCRIBE / SAMPLE: one episode per question, one step each on its first table.
+    plan = [(r.question_id, r.tables_involved[0]) for r in records if r.tables_involved]
+
+    def steps_of(kind: str) -> float:
+        total = 0.0
+        for qid, table in plan:
+            env.reset(question_id=qid)
+            action = SQLAction(action_type=kind, argument=table)
+            start = time.perf_counter()
+            env.step(action)
+            total += time.perf_counter() - start
+        return total
+
+    describe_s = statistics.median(steps_of("DESCRIBE") for _ in range(args.repeats)) / len(plan)
+    sample_s = statistics.median(steps_of("SAMPLE") for _ in range(args.repeats)) / len(plan)
+
+    # QUERY vs raw sqlite3 on the same statements, same files, same order.
+    raw_conns = {
+        db: sqlite3.connect(f"file:{quote(str(p.resolve()))}?mode=ro&immutable=1", uri=True)
+        for db, p in dataset.databases.items()
+    }
+    queries = [(r.question_id, r.db_id, r.gold_sql) for r in records]
+
+    def env_queries() -> float:
+        total = 0.0
+        for qid, _db, sql in queries:
+            env.reset(question_id=qid)
+            action = SQLAction(action_type="QUERY", argument=sql)
+            start = time.perf_counter()
+            env.step(action)
+            total += time.perf_counter() - start
+        return total
+
+    def raw_queries() -> float:
+        total = 0.0
+        for _qid, db, sql in queries:
+            conn = raw_conns[db]
+            start = time.perf_counter()
+            conn.execute(sql).fetchall()
+            total += time.perf_counter() - start
+        return total
+
+    env_queries()
+    raw_queries()  # warm both statement caches
+    env_q, raw_q = [], []
+    for _ in range(args.repeats):  # interleave so machine noise hits both alike
+        raw_q.append(raw_queries())
+        env_q.append(env_queries())
+    env_query_s = statistics.median(env_q) / len(queries)
+    raw_query_s = statistics.median(raw_q) / len(queries)
+
+    oracle_env = {split: SQLEnvironment(dataset=dataset, split=split) for split in dataset.split_names}
+
+    def oracle_all() -> None:
+        for split_env in oracle_env.values():
+            result = evaluate(split_env, OraclePolicy(dataset))
+            assert result.success_rate >= 0.99
+
+    oracle_s = _median_time(oracle_all, max(1, args.repeats // 2))
+
+    print(f"dataset {dataset.name}: {len(records)} questions, {len(dataset.databases)} databases")
+    print(f"{'measure':<34}{'value':>14}{'target':>14}{'ratio':>10}")
+    rows = [
+        ("reset", reset_s * 1e6, "us", 200),
+        ("DESCRIBE step", describe_s * 1e6, "us", 100),
+        ("SAMPLE step", sample_s * 1e6, "us", 100),
+    ]
+    for name, value, unit, target in rows:
+        print(f"{name:<34}{value:>11.1f} {unit}{target:>11} {unit}{value / target:>10.2f}")
+    print(f"{'raw sqlite3 execute+fetchall':<34}{raw_query_s * 1e6:>11.1f} us{'(baseline)':>14}")
+    ratio = env_query_s / raw_query_s
+    print(f"{'QUERY step (gold SQL)':<34}{env_query_s * 1e6:>11.1f} us{'1.20 x raw':>14}{ratio:>10.2f}")
+    print(f"{f'oracle, all {len(records)} questions':<34}{oracle_s:>12.2f} s{5:>12} s{oracle_s / 5:>10.2f}")
+    for conn in raw_conns.values():
+        conn.close()
+
+
+if __name__ == "__main__":
+    main()
