@@ -2,7 +2,7 @@
 
 Rules (documented in the README, "Answer rules"):
 - integer: exact after numeric coercion ("42", "42.0", "1,234" for 1234);
-- float: within `float_tolerance` relative error (1% by default; absolute 1e-9 when gold is 0);
+- float: within `float_tolerance` relative error (1% by default; absolute 1e-9 when |gold| < 1e-9);
 - string: trimmed, case-insensitive; two numeric strings also match numerically;
 - list (one column): order-insensitive multiset unless the gold SQL has ORDER BY;
 - table (several columns): a multiset of rows, each cell compared by its gold type; ordered only
@@ -54,11 +54,20 @@ def strip_wrapping(text: str) -> str:
         if fence:
             text = fence.group(1).strip()
         text = _PREFIX.sub("", text, count=1).strip()
-        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+        if _is_quoted(text):
             text = text[1:-1].strip()
         if text == before:
             break
     return text
+
+
+def _is_quoted(text: str) -> bool:
+    """Quotes around the whole text: not the backticks of a code fence, and not the first and last
+    quote of a quoted list ('a', 'b')."""
+    if len(text) < 2 or text[0] != text[-1] or text[0] not in "\"'`" or text.startswith("```"):
+        return False
+    quote = re.escape(text[0])
+    return re.search(quote + r"\s*(?:[,;|]|\n)\s*" + quote, text[1:-1]) is None
 
 
 def parse_number(token: Cell) -> float | int | None:
@@ -94,7 +103,7 @@ def cell_matches(token: Cell, gold: Cell, float_tolerance: float) -> bool:
         number = parse_number(token)
         if number is None:
             return False
-        if gold == 0:
+        if abs(gold) < 1e-9:  # zero, or a rounding residue of zero such as 5.5e-17
             return abs(number) <= 1e-9
         return abs(number - gold) <= float_tolerance * abs(gold)
     if token is None:
@@ -165,13 +174,20 @@ def _list_candidates(text: str) -> Iterable[list[Cell]]:
     yield [_clean_item(text)]
 
 
-def _split_row(line: str) -> list[list[str]]:
+def _split_row(line: str, width: int) -> list[list[str]]:
+    tabbed = line.strip(" \r\n")  # a tab at either end separates an empty (NULL) cell
     line = line.strip()
     options: list[list[str]] = []
     if "|" in line:
-        options.append([c.strip() for c in line.strip("|").split("|")])
-    if "\t" in line:
-        options.append([c.strip() for c in line.split("\t")])
+        cells = [c.strip() for c in line.split("|")]
+        # The outer pipes of a markdown row are borders, but "a | " is a row whose last cell is empty.
+        if len(cells) > width and cells[0] == "":
+            cells = cells[1:]
+        if len(cells) > width and cells[-1] == "":
+            cells = cells[:-1]
+        options.append(cells)
+    if "\t" in tabbed:
+        options.append([c.strip() for c in tabbed.split("\t")])
     for sep in (",", ";"):
         if sep in line:
             options.append([_clean_item(c) for c in line.split(sep)])
@@ -202,7 +218,7 @@ def _table_candidates(text: str, width: int, n_rows: int) -> Iterable[list[list[
             if row_sep in lines[0]:
                 lines = [part.strip().strip("()") for part in lines[0].split(row_sep)]
                 break
-    split_lines = [_split_row(ln) for ln in lines]
+    split_lines = [_split_row(ln, width) for ln in lines]
     for choice in range(3):
         table = [opts[min(choice, len(opts) - 1)] for opts in split_lines]
         if all(len(r) == width for r in table):
@@ -210,7 +226,7 @@ def _table_candidates(text: str, width: int, n_rows: int) -> Iterable[list[list[
             if len(table) == n_rows + 1:
                 yield table[1:]  # a header line
     if n_rows == 1 and width > 1:
-        for opts in _split_row(text.replace("\n", " ")):
+        for opts in _split_row(text.replace("\n", " "), width):
             yield [opts]  # type: ignore[list-item]
 
 
@@ -233,23 +249,55 @@ def _rows_match(
     if any(len(a) != width for a in answer):
         return False
     kinds = _column_kinds(gold, width)
-    if "float" not in kinds:
-        keyed_answer = Counter(tuple(_canonical(c, k) for c, k in zip(r, kinds, strict=True)) for r in answer)
-        keyed_gold = Counter(tuple(_canonical(c, k) for c, k in zip(r, kinds, strict=True)) for r in gold)
-        if keyed_answer == keyed_gold:
-            return True
-        if all(k != "mixed" for k in kinds):
-            return False
+    keyed_answer = Counter(tuple(_canonical(c, k) for c, k in zip(r, kinds, strict=True)) for r in answer)
+    keyed_gold = Counter(tuple(_canonical(c, k) for c, k in zip(r, kinds, strict=True)) for r in gold)
+    if keyed_answer == keyed_gold:
+        return True
+    if all(k not in ("mixed", "float") for k in kinds):
+        return False
     if len(gold) > _MAX_PAIRWISE_ROWS:
         return False
-    unmatched = list(answer)
-    for g in gold:
-        for i, a in enumerate(unmatched):
-            if all(cell_matches(ac, gc, float_tolerance) for ac, gc in zip(a, g, strict=True)):
-                del unmatched[i]
-                break
-        else:
+    return _perfect_matching(answer, gold, float_tolerance)
+
+
+def _perfect_matching(
+    answer: Sequence[Sequence[Cell]], gold: Sequence[Sequence[Cell]], float_tolerance: float
+) -> bool:
+    """Whether every gold row can be paired with its own answer row. Each gold row first takes the
+    first free answer row that fits; when none is left, an augmenting path re-pairs earlier rows
+    (with a tolerance, first fit alone can miss a pairing that exists)."""
+
+    def fits(i: int, j: int) -> bool:
+        return all(cell_matches(a, g, float_tolerance) for a, g in zip(answer[i], gold[j], strict=True))
+
+    gold_of: list[int | None] = [None] * len(answer)  # answer row -> the gold row it is paired with
+    answer_of: list[int | None] = [None] * len(gold)
+    free_rows = list(range(len(answer)))
+    for root in range(len(gold)):
+        direct = next((k for k, i in enumerate(free_rows) if fits(i, root)), None)
+        if direct is not None:
+            i = free_rows.pop(direct)
+            gold_of[i], answer_of[root] = root, i
+            continue
+        reached_from: dict[int, int] = {}  # answer row -> the gold row the search reached it from
+        queue, head, free = [root], 0, None
+        while head < len(queue) and free is None and len(reached_from) < len(answer):
+            j = queue[head]
+            head += 1
+            for i in range(len(answer)):
+                if i not in reached_from and fits(i, j):
+                    reached_from[i] = j
+                    if gold_of[i] is None:
+                        free = i
+                        break
+                    queue.append(gold_of[i])  # type: ignore[arg-type]
+        if free is None:
             return False
+        free_rows.remove(free)
+        path: int | None = free
+        while path is not None:  # flip the pairings along the path back to the root
+            j = reached_from[path]
+            gold_of[path], answer_of[j], path = j, path, answer_of[j]
     return True
 
 
@@ -272,9 +320,12 @@ def _kind(value: Cell) -> str:
 def _canonical(value: Cell, kind: str) -> object:
     if value is None or (isinstance(value, str) and value.strip().lower() in _NULL_WORDS):
         return None
-    if kind == "int":
+    if kind in ("int", "float", "str"):  # a string column too: numeric strings match numerically
         number = parse_number(value)
-        return number if number is not None else ("text", str(value))
+        if number is not None:
+            return number
+        if kind != "str":
+            return ("text", str(value))
     if isinstance(value, str):
         return value.strip().casefold()
     return _json_scalar_text(value).casefold()
@@ -298,22 +349,23 @@ def verify_answer(
         if is_empty_answer(answer):
             return Verdict(True, "correct: the result is empty")
         return Verdict(False, "wrong: the expected result is empty")
-    text = strip_wrapping(answer)
+    # The unwrapped text first; the raw text too, for values that only look wrapped ("'x'", "Answer…").
+    texts = dict.fromkeys((strip_wrapping(answer), answer.strip()))
     if answer_type in ("integer", "float", "string"):
         gold = gold_rows[0][0]
-        for candidate in _scalar_candidates(text):
+        for candidate in (c for text in texts for c in _scalar_candidates(text)):
             if cell_matches(candidate, gold, float_tolerance):
                 return Verdict(True, "correct")
         return Verdict(False, f"wrong: expected a single {answer_type} value")
     if answer_type == "list":
         gold_items = [[row[0]] for row in gold_rows]
-        for items in _list_candidates(text):
+        for items in (i for text in texts for i in _list_candidates(text)):
             if _rows_match([[i] for i in items], gold_items, order_sensitive, float_tolerance):
                 return Verdict(True, "correct")
         order = "in order" if order_sensitive else "in any order"
         return Verdict(False, f"wrong: expected a list of {len(gold_rows)} values {order}")
     width = len(gold_rows[0])
-    for table in _table_candidates(text, width, len(gold_rows)):
+    for table in (t for text in texts for t in _table_candidates(text, width, len(gold_rows))):
         if _rows_match(table, gold_rows, order_sensitive, float_tolerance):
             return Verdict(True, "correct")
     return Verdict(False, f"wrong: expected {len(gold_rows)} rows of {width} columns")
