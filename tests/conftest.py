@@ -4,6 +4,7 @@ file is modified by anything the tests do (sha256 of every file before and after
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,3 +68,63 @@ def databases_never_change() -> Iterator[None]:
     yield
     changed = [str(p) for p, digest in before.items() if not p.exists() or _digest(p) != digest]
     assert not changed, f"database files modified during the tests: {changed}"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RunningServer:
+    """A real `sqlenv serve` process on 127.0.0.1 (stopped when the fixture ends)."""
+
+    def __init__(self, *args: str) -> None:
+        import subprocess
+        import sys
+        import time
+        import urllib.request
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "sqlenv.cli", "serve", "--port", str(self.port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{self.process.stdout.read()}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("server did not become healthy within 90 s")
+
+    def get_json(self, path: str) -> dict:
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except Exception:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def demo_server() -> Iterator[RunningServer]:
+    server = RunningServer("--dataset", "demo", "--split", "train", "--max-sessions", "128")
+    yield server
+    server.stop()

@@ -63,6 +63,10 @@ def eval_command(
     seed: Annotated[int, typer.Option(help="seed for question sampling and policies")] = 0,
     spider_dir: SpiderDirOption = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the results as JSON here")] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(help="play against a running `sqlenv serve` at this URL instead of in-process"),
+    ] = None,
 ) -> None:
     """Evaluate policies on a dataset split and print a table of results."""
     from rich.progress import Progress
@@ -73,9 +77,16 @@ def eval_command(
 
     data = _load(dataset, spider_dir)
     try:
-        env = SQLEnvironment(dataset=data, split=split.value)
+        if url is None:
+            env = SQLEnvironment(dataset=data, split=split.value)
+        else:
+            from sqlenv.client import RemoteSQLEnvironment
+
+            env = RemoteSQLEnvironment(url, data, split.value)
     except KeyError as exc:
         _fail(str(exc.args[0]))
+    except (OSError, ConnectionError) as exc:
+        _fail(f"cannot connect to {url}: {exc}")
     names = [p.strip() for p in policy.split(",") if p.strip()]
     results = []
     for name in names:
@@ -108,6 +119,7 @@ def eval_command(
             *per_diff,
         )
     console.print(table)
+    env.close()
     if json_path is not None:
         payload = results[0].to_json() if len(results) == 1 else {r.policy: r.to_json() for r in results}
         json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,6 +191,72 @@ def data_download(
         except DownloadError as exc:
             _fail(str(exc))
     console.print(f"installed {name} at {path}; use it with --spider-dir {path}")
+
+
+@app.command()
+def serve(
+    dataset: DatasetOption = "demo",
+    split: Annotated[Split, typer.Option(help="which split to serve")] = Split.train,
+    spider_dir: SpiderDirOption = None,
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    max_sessions: Annotated[
+        int | None,
+        typer.Option(help="concurrent WebSocket sessions per worker (default 64, or $SQLENV_MAX_SESSIONS)"),
+    ] = None,
+    workers: Annotated[int, typer.Option(help="uvicorn worker processes, each with its own sessions")] = 1,
+) -> None:
+    """Serve the environment over OpenEnv's protocol (WebSocket /ws) with a web page at /web."""
+    import os
+
+    import uvicorn
+
+    from sqlenv.server import MAX_SESSIONS_ENV, create_sqlenv_app
+
+    _load(dataset, spider_dir)  # fail early, and build the cache once for all workers
+    if max_sessions is not None:
+        os.environ[MAX_SESSIONS_ENV] = str(max_sessions)
+    console.print(
+        f"sqlenv serving {dataset}/{split.value} on http://{host}:{port} — play at http://{host}:{port}/web"
+    )
+    if workers > 1:
+        os.environ.update({"SQLENV_DATASET": dataset, "SQLENV_SPLIT": split.value})
+        if spider_dir is not None:
+            os.environ["SQLENV_SPIDER_DIR"] = str(spider_dir)
+        uvicorn.run(
+            "sqlenv.server:app_from_environment",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+        )
+        return
+    try:
+        application = create_sqlenv_app(dataset, split.value, spider_dir, max_sessions)
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+@app.command()
+def play(
+    dataset: DatasetOption = "demo",
+    split: Annotated[Split, typer.Option(help="which split to draw questions from")] = Split.train,
+    spider_dir: SpiderDirOption = None,
+    question_id: Annotated[
+        str | None, typer.Option(help="play this question (default: a random one)")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="seed for the random question")] = None,
+    url: Annotated[
+        str | None, typer.Option(help="play against a running server instead of in-process")
+    ] = None,
+) -> None:
+    """Play episodes in the terminal: type `describe T`, `sample T`, `query SQL`, `answer X`."""
+    from sqlenv.play import play_in_terminal
+
+    data = _load(dataset, spider_dir)
+    play_in_terminal(console, data, split.value, question_id=question_id, seed=seed, url=url)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,23 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from sqlenv.environment import SQLEnvironment
+from sqlenv.data import Dataset, QuestionRecord
+from sqlenv.models import SQLAction, SQLObservation
 from sqlenv.policies import Policy
+
+
+class EpisodeEnvironment(Protocol):
+    """What evaluate() needs: SQLEnvironment in-process, or RemoteSQLEnvironment over a server."""
+
+    dataset: Dataset
+    split: str
+    questions: Sequence[QuestionRecord]
+
+    def reset(self, seed: int | None = None, question_id: str | None = None) -> SQLObservation: ...
+
+    def step(self, action: SQLAction) -> SQLObservation: ...
 
 
 @dataclass(frozen=True)
@@ -53,7 +66,7 @@ def episode_seed(seed: int, index: int) -> int:
     return (seed * 1_000_003 + index) % (2**31 - 1)
 
 
-def run_episode(env: SQLEnvironment, policy: Policy, question_id: str, seed: int) -> EpisodeRecord:
+def run_episode(env: EpisodeEnvironment, policy: Policy, question_id: str, seed: int) -> EpisodeRecord:
     observation = env.reset(seed=seed, question_id=question_id)
     policy.reset(observation, seed)
     total = 0.0
@@ -73,7 +86,7 @@ def run_episode(env: SQLEnvironment, policy: Policy, question_id: str, seed: int
     )
 
 
-def _summarise(policy: str, env: SQLEnvironment, episodes: Sequence[EpisodeRecord]) -> EvaluationResult:
+def _summarise(policy: str, env: EpisodeEnvironment, episodes: Sequence[EpisodeRecord]) -> EvaluationResult:
     n = len(episodes)
     groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for e in episodes:
@@ -101,7 +114,7 @@ def _summarise(policy: str, env: SQLEnvironment, episodes: Sequence[EpisodeRecor
 
 
 def evaluate(
-    env: SQLEnvironment,
+    env: EpisodeEnvironment,
     policy: Policy,
     n_episodes: int | None = None,
     seed: int = 0,

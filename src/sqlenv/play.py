@@ -1,0 +1,129 @@
+"""Terminal play (`sqlenv play`): a person types actions and sees results, rewards and budget,
+rendered with rich. Runs in-process, or against a server with --url."""
+
+from __future__ import annotations
+
+import shlex
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from sqlenv.data import Dataset
+from sqlenv.models import ACTION_TYPES, SQLAction, SQLObservation
+
+HELP = (
+    "Actions: [bold]describe[/] TABLE · [bold]sample[/] TABLE · [bold]query[/] SQL · [bold]answer[/] VALUE\n"
+    "Other: [bold]new[/] (next episode) · [bold]help[/] · [bold]quit[/]"
+)
+
+
+def parse_command(line: str) -> tuple[str, str] | None:
+    """'query SELECT 1' -> ('QUERY', 'SELECT 1'); None if the line is empty."""
+    line = line.strip()
+    if not line:
+        return None
+    head, _, rest = line.partition(" ")
+    return head.upper(), rest.strip()
+
+
+def render_result(console: Console, observation: SQLObservation, kind: str) -> None:
+    if observation.error:
+        console.print(f"[bold red]error:[/] {observation.error}")
+        return
+    text = observation.result
+    lines = text.splitlines()
+    if kind in ("QUERY", "SAMPLE") and len(lines) >= 2:
+        footer = lines.pop() if lines[-1].startswith(("(", "…")) else ""
+        table = Table(show_lines=False)
+        for column in lines[0].split(" | "):
+            table.add_column(column)
+        for row in lines[1:]:
+            table.add_row(*row.split(" | "))
+        console.print(table)
+        if footer:
+            console.print(f"[dim]{footer}[/]")
+    else:
+        console.print(text)
+
+
+def play_in_terminal(
+    console: Console,
+    dataset: Dataset,
+    split: str,
+    *,
+    question_id: str | None = None,
+    seed: int | None = None,
+    url: str | None = None,
+) -> None:
+    if url is None:
+        from sqlenv.environment import SQLEnvironment
+
+        env = SQLEnvironment(dataset=dataset, split=split)
+    else:
+        from sqlenv.client import RemoteSQLEnvironment
+
+        env = RemoteSQLEnvironment(url, dataset, split)
+    try:
+        while True:
+            observation = env.reset(seed=seed, question_id=question_id)
+            question_id, seed = None, None  # later episodes: random questions
+            if not _play_episode(console, env, observation):
+                return
+    finally:
+        env.close()
+
+
+def _play_episode(console: Console, env, observation: SQLObservation) -> bool:
+    """One episode; returns False when the player wants to quit."""
+    meta = observation.metadata
+    console.print(
+        Panel(
+            f"[bold]{observation.question}[/]\n\n{observation.schema_info}\n"
+            f"[dim]{meta.get('db_id')} · {meta.get('difficulty')} · {meta.get('question_id')}[/]",
+            title="sqlenv",
+        )
+    )
+    console.print(HELP)
+    total = 0.0
+    while True:
+        try:
+            line = console.input(f"[bold cyan]({observation.budget_remaining} steps left)>[/] ")
+        except EOFError:
+            return False
+        parsed = parse_command(line)
+        if parsed is None:
+            continue
+        kind, argument = parsed
+        if kind in ("QUIT", "EXIT"):
+            return False
+        if kind == "HELP":
+            console.print(HELP)
+            continue
+        if kind == "NEW":
+            return True
+        if kind not in ACTION_TYPES:
+            console.print(f"[red]unknown command {shlex.quote(kind.lower())}[/]; " + HELP)
+            continue
+        observation = env.step(SQLAction(action_type=kind, argument=argument))
+        reward = observation.reward or 0.0
+        total += reward
+        render_result(console, observation, kind)
+        console.print(
+            f"[dim]reward {reward:+.3f} · total {total:.3f} · {observation.budget_remaining} steps left[/]"
+        )
+        if observation.done:
+            verdict = observation.metadata.get("correct")
+            status = "[bold green]correct[/]" if verdict else "[bold red]not correct[/]"
+            console.print(
+                f"Episode over: {status}, total reward {total:.3f}. Type [bold]new[/] or [bold]quit[/]."
+            )
+            while True:
+                try:
+                    again = console.input("> ").strip().lower()
+                except EOFError:
+                    return False
+                if again in ("new", "n", ""):
+                    return True
+                if again in ("quit", "q", "exit"):
+                    return False

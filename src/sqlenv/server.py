@@ -1,0 +1,107 @@
+"""The OpenEnv server: `create_sqlenv_app()` wires SQLEnvironment into OpenEnv's FastAPI app with
+many concurrent sessions, and adds the browser page at /web.
+
+Endpoints (OpenEnv's, plus ours):
+- /ws: one episode session per WebSocket connection (its own SQLEnvironment) — how clients play;
+- /reset, /step, /state: OpenEnv's stateless one-shot HTTP calls: each request gets a fresh
+  environment, so a /step after a /reset does NOT continue that episode;
+- /health, /schema, /metadata, /docs: OpenEnv's; /sessions: live sessions of this worker;
+- /web: a page that plays episodes over /ws (one session per browser tab);
+- /web/questions: the served split's questions (id, text, database, difficulty; never gold).
+
+The dataset is loaded once per server process and shared read-only by every session.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse, JSONResponse
+from openenv.core.env_server.http_server import HTTPEnvServer
+from openenv.core.env_server.types import ServerMode
+
+from sqlenv.config import EnvConfig
+from sqlenv.data import load_dataset
+from sqlenv.environment import SQLEnvironment
+from sqlenv.models import SQLAction, SQLObservation, SQLState
+
+DEFAULT_MAX_SESSIONS = 64
+MAX_SESSIONS_ENV = "SQLENV_MAX_SESSIONS"
+
+
+def default_max_sessions() -> int:
+    value = os.environ.get(MAX_SESSIONS_ENV)
+    return int(value) if value else DEFAULT_MAX_SESSIONS
+
+
+def create_sqlenv_app(
+    dataset: str = "demo",
+    split: str = "train",
+    spider_dir: str | Path | None = None,
+    max_sessions: int | None = None,
+    config: EnvConfig | None = None,
+) -> FastAPI:
+    """The FastAPI app serving SQLEnvironment sessions over OpenEnv's protocol."""
+    data = load_dataset(dataset, spider_dir)
+    questions = data.split(split)  # fails early, naming the splits, if `split` is wrong
+    limit = max_sessions if max_sessions is not None else default_max_sessions()
+
+    def make_environment() -> SQLEnvironment:
+        return SQLEnvironment(dataset=data, split=split, config=config)
+
+    # OpenEnv's HTTPEnvServer on our own FastAPI app, as create_fastapi_app does, so that the
+    # server object (its live session count) stays reachable. Not create_app: with
+    # ENABLE_WEB_INTERFACE set it mounts OpenEnv's Gradio page, which shares ONE environment
+    # among all visitors.
+    app = FastAPI(
+        title="sqlenv",
+        version="0.1.0",
+        description="Answer questions about SQLite databases by exploring them (OpenEnv protocol). "
+        "Episodes run over WebSocket /ws; HTTP /reset and /step are stateless one-shot calls.",
+    )
+    server = HTTPEnvServer(
+        make_environment,
+        SQLAction,
+        SQLObservation,
+        max_concurrent_envs=limit,
+        env_name="sqlenv",
+        state_cls=SQLState,
+    )
+    server.register_routes(app, mode=ServerMode.SIMULATION)
+    app.state.env_server = server
+    question_list = [
+        {"question_id": r.question_id, "question": r.question, "db_id": r.db_id, "difficulty": r.difficulty}
+        for r in questions
+    ]
+    page = (resources.files("sqlenv") / "web" / "index.html").read_text(encoding="utf-8")
+
+    @app.get("/web", response_class=HTMLResponse, include_in_schema=False)
+    async def web_page() -> HTMLResponse:
+        return HTMLResponse(page)
+
+    @app.get("/sessions", tags=["Health"])
+    async def sessions() -> JSONResponse:
+        """Live WebSocket sessions of this worker process and its limit."""
+        return JSONResponse({"active": server.active_sessions, "max": server.max_concurrent_envs})
+
+    @app.get("/web/questions", tags=["Web"])
+    async def web_questions() -> JSONResponse:
+        """The served split's questions, for the page's picker (never the gold answers)."""
+        body: dict[str, Any] = {"dataset": data.name, "split": split, "questions": question_list}
+        return JSONResponse(body)
+
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """App factory for `uvicorn --factory` (used by `sqlenv serve --workers N`): settings come
+    from SQLENV_DATASET, SQLENV_SPLIT, SQLENV_SPIDER_DIR and SQLENV_MAX_SESSIONS."""
+    return create_sqlenv_app(
+        dataset=os.environ.get("SQLENV_DATASET", "demo"),
+        split=os.environ.get("SQLENV_SPLIT", "train"),
+        spider_dir=os.environ.get("SQLENV_SPIDER_DIR") or None,
+    )
