@@ -3,9 +3,10 @@
 Measures, on spider10 (or demo with --dataset demo):
 - reset() per call;
 - DESCRIBE and SAMPLE steps (served from the schema catalog after first use);
-- QUERY steps running every gold query of the dataset, against raw `sqlite3` execute + fetchall of
-  the same statements on a plain read-only connection — the ratio is the sandbox's overhead
-  (authorizer, progress handler, bounded fetch, rendering, reward, observation);
+- QUERY: every gold query of the dataset through the sandbox alone (authorizer, statement check,
+  watchdog, progress handler, bounded fetch) and as a whole environment step (plus rendering,
+  reward and observation), each against raw `sqlite3` execute + fetchall of the same statements
+  on a plain read-only connection, interleaved in the same run;
 - the oracle policy over every question of the dataset (all splits).
 
 Run: .venv/bin/python benchmarks/bench_core.py --spider-dir ../shared/spider [--repeats 5]
@@ -25,6 +26,7 @@ from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.data import load_dataset
 from sqlenv.evaluation import evaluate
 from sqlenv.policies import OraclePolicy
+from sqlenv.sandbox import SQLSandbox
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -105,14 +107,28 @@ def main() -> None:
             total += time.perf_counter() - start
         return total
 
+    sandboxes = {db: SQLSandbox(p) for db, p in dataset.databases.items()}
+
+    def sandbox_queries() -> float:
+        total = 0.0
+        for _qid, db, sql in queries:
+            sandbox = sandboxes[db]
+            start = time.perf_counter()
+            sandbox.execute(sql)
+            total += time.perf_counter() - start
+        return total
+
     env_queries()
-    raw_queries()  # warm both statement caches
-    env_q, raw_q = [], []
-    for _ in range(args.repeats):  # interleave so machine noise hits both alike
+    raw_queries()  # warm the statement caches
+    sandbox_queries()
+    env_q, raw_q, sandbox_q = [], [], []
+    for _ in range(args.repeats):  # interleave so machine noise hits all alike
         raw_q.append(raw_queries())
+        sandbox_q.append(sandbox_queries())
         env_q.append(env_queries())
     env_query_s = statistics.median(env_q) / len(queries)
     raw_query_s = statistics.median(raw_q) / len(queries)
+    sandbox_query_s = statistics.median(sandbox_q) / len(queries)
 
     oracle_env = {split: SQLEnvironment(dataset=dataset, split=split) for split in dataset.split_names}
 
@@ -133,8 +149,10 @@ def main() -> None:
     for name, value, unit, target in rows:
         print(f"{name:<34}{value:>11.1f} {unit}{target:>11} {unit}{value / target:>10.2f}")
     print(f"{'raw sqlite3 execute+fetchall':<34}{raw_query_s * 1e6:>11.1f} us{'(baseline)':>14}")
+    sandbox_ratio = sandbox_query_s / raw_query_s
+    print(f"{'sandbox.execute (gold SQL)':<34}{sandbox_query_s * 1e6:>11.1f} us{'1.20 x raw':>14}{sandbox_ratio:>10.2f}")
     ratio = env_query_s / raw_query_s
-    print(f"{'QUERY step (gold SQL)':<34}{env_query_s * 1e6:>11.1f} us{'1.20 x raw':>14}{ratio:>10.2f}")
+    print(f"{'QUERY step (execute+render+reward)':<34}{env_query_s * 1e6:>11.1f} us{'1.20 x raw':>14}{ratio:>10.2f}")
     print(f"{f'oracle, all {len(records)} questions':<34}{oracle_s:>12.2f} s{5:>12} s{oracle_s / 5:>10.2f}")
     for conn in raw_conns.values():
         conn.close()

@@ -9,9 +9,11 @@ table, refused SQL) are errors the agent reads; they spend a step and never rais
 
 from __future__ import annotations
 
+import asyncio
+import os
 import random
 import uuid
-from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,11 +31,24 @@ from sqlenv.rewards import (
     progress_potential,
     terminal_reward,
 )
-from sqlenv.sandbox import SandboxError, SQLSandbox, render_result
+from sqlenv.sandbox import SHARED_SANDBOXES, SandboxError, render_result
 from sqlenv.schema import DatabaseCatalog, catalog_for
 from sqlenv.verifier import verify_answer
 
-_MAX_OPEN_SANDBOXES = 8
+# Under a server, QUERY and ANSWER run on this small shared pool; everything else is answered on
+# the event loop (see step_async). SQLite releases the GIL while it executes, so a few threads
+# use both cores; a slow query holds one thread, never the loop.
+_QUERY_THREADS = int(os.environ.get("SQLENV_QUERY_THREADS", "4"))
+_query_pool: ThreadPoolExecutor | None = None
+
+
+def _shared_query_pool() -> ThreadPoolExecutor:
+    global _query_pool
+    if _query_pool is None:
+        _query_pool = ThreadPoolExecutor(max_workers=_QUERY_THREADS, thread_name_prefix="sqlenv-query")
+    return _query_pool
+
+
 _NO_EPISODE = "no episode is running: call reset() first"
 
 
@@ -91,7 +106,6 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         if not self.questions:
             raise ValueError(f"split {split!r} of dataset {self.dataset.name!r} has no questions")
         self._rng = random.Random()
-        self._sandboxes: OrderedDict[str, SQLSandbox] = OrderedDict()
         self._episode: _Episode | None = None
 
     # ---- OpenEnv API -------------------------------------------------------------------------
@@ -166,6 +180,42 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         }
         return obs
 
+    async def reset_async(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        question_id: str | None = None,
+        **kwargs: Any,
+    ) -> SQLObservation:
+        """reset() is a dictionary lookup and a catalog read: done on the event loop."""
+        return self.reset(seed=seed, episode_id=episode_id, question_id=question_id, **kwargs)
+
+    async def step_async(
+        self, action: SQLAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> SQLObservation:
+        """The server path. Cheap actions (DESCRIBE/SAMPLE already in the catalog's cache, errors,
+        steps after the end) run inline on the event loop, saving the thread hop that dominates
+        their cost; QUERY, ANSWER (whose gold comparison can be large) and first reads of a table
+        go to the shared pool, so a slow query never stalls other sessions."""
+        if not isinstance(action, SQLAction):
+            action = SQLAction.model_validate(action)
+        if self._needs_pool(action):
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(_shared_query_pool(), lambda: self.step(action, timeout_s))
+        return self.step(action, timeout_s)
+
+    def _needs_pool(self, action: SQLAction) -> bool:
+        ep = self._episode
+        if ep is None or ep.done:
+            return False
+        kind = action.action_type.strip().upper()
+        if kind in ("QUERY", "ANSWER"):
+            return True
+        if kind in ("DESCRIBE", "SAMPLE"):  # the first read of a table touches the file
+            table = ep.catalog.resolve_table(action.argument)
+            return table is not None and not ep.catalog.is_cached(kind, table, self.config.sample_rows)
+        return False
+
     @property
     def state(self) -> SQLState:
         ep = self._episode
@@ -195,9 +245,8 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         )
 
     def close(self) -> None:
-        for sandbox in self._sandboxes.values():
-            sandbox.close()
-        self._sandboxes.clear()
+        """Nothing to release: sandboxes belong to the process-wide pool, not to a session."""
+        self._episode = None
 
     # ---- actions -----------------------------------------------------------------------------
 
@@ -226,7 +275,10 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         if timeout_s is not None and timeout_s > 0:
             limit = min(limit, timeout_s)
         try:
-            result = self._sandbox(ep.record.db_id).execute(sql, time_limit_s=limit)
+            with SHARED_SANDBOXES.lease(
+                self.dataset.db_path(ep.record.db_id), self.config.sandbox
+            ) as sandbox:
+                result = sandbox.execute(sql, time_limit_s=limit)
         except SandboxError as exc:
             return _Outcome(error=str(exc))
         info_key = ("RESULT", result.columns, result.rows, result.truncated)
@@ -257,18 +309,6 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         obs.metadata["correct"] = verdict.correct
         obs.metadata["reward_components"] = {"operational": 0.0, "progress": 0.0, "terminal": reward}
         return obs
-
-    def _sandbox(self, db_id: str) -> SQLSandbox:
-        sandbox = self._sandboxes.get(db_id)
-        if sandbox is None:
-            sandbox = SQLSandbox(self.dataset.db_path(db_id), self.config.sandbox)
-            self._sandboxes[db_id] = sandbox
-            if len(self._sandboxes) > _MAX_OPEN_SANDBOXES:
-                _, oldest = self._sandboxes.popitem(last=False)
-                oldest.close()
-        else:
-            self._sandboxes.move_to_end(db_id)
-        return sandbox
 
     def _observation(self, ep: _Episode, *, result: str, error: str, reward: float | None) -> SQLObservation:
         return SQLObservation(

@@ -3,21 +3,36 @@
 Defences, each independent of the others:
 - the file is opened through a read-only, immutable URI (SQLite itself refuses writes and never
   creates journal files next to the database);
+- a statement that does not start with SELECT, WITH, VALUES or EXPLAIN (after comments) is
+  refused before SQLite sees it, with the statement class named in the message;
 - an authorizer allow-list admits only SELECT, column reads, recursive CTEs and ordinary
   functions; writes, DDL, temp objects, ATTACH (and so VACUUM INTO), PRAGMA (statements and
   table-valued pragma functions), transactions and `load_extension` are refused with a reason;
 - `setlimit` caps string size, expression depth, compound selects, LIKE patterns, attached
   databases, bound variables and columns;
-- a progress handler interrupts any statement that runs past the time limit;
-- rows are fetched in chunks and only a bounded number is kept, so no result is materialised
-  in full; the text shown to the agent is capped per cell and in total, with a visible marker.
+- a progress handler, and a watchdog thread that interrupts the connection at the deadline, stop
+  any statement that runs past the time limit;
+- the few built-in functions whose running time is not bounded by their output (LIKE/GLOB,
+  instr, replace, trim with a character set: O(n·m); printf's `%.*c`: a loop as long as the
+  precision, even when the result is refused as too big) run through guards that refuse inputs
+  too large to finish promptly and otherwise delegate to SQLite's own implementation, so results
+  are unchanged; SQLite cannot interrupt a function call, only the statement between calls;
+- rows are fetched one at a time and only a bounded number, and bytes, are kept, so no result is
+  materialised in full; the text shown to the agent is capped per cell and in total, with a
+  visible marker.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import sqlite3
+import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from urllib.parse import quote
 
@@ -26,16 +41,77 @@ from sqlenv.config import SandboxLimits
 _ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"})
 
-# Names for authorizer action codes, used in the refusal message.
-_ACTION_NAMES = {
-    getattr(sqlite3, name): name.removeprefix("SQLITE_").replace("_", " ").lower()
-    for name in dir(sqlite3)
-    if name.startswith("SQLITE_")
-    and name not in {"SQLITE_OK", "SQLITE_DENY", "SQLITE_IGNORE"}
-    and isinstance(getattr(sqlite3, name), int)
-    and not name.startswith(("SQLITE_LIMIT", "SQLITE_CONSTRAINT", "SQLITE_IOERR", "SQLITE_DBCONFIG"))
+# What each refused authorizer action code means, for the refusal message. Listed explicitly:
+# deriving names from every SQLITE_* constant mixes in result codes with the same numbers
+# (SQLITE_INSERT == SQLITE_TOOBIG == 18), which named an INSERT "toobig".
+_ACTION_DESCRIPTIONS = {
+    getattr(sqlite3, name): text
+    for name, text in {
+        "SQLITE_INSERT": "inserting rows",
+        "SQLITE_UPDATE": "updating rows",
+        "SQLITE_DELETE": "deleting rows",
+        "SQLITE_CREATE_INDEX": "CREATE INDEX",
+        "SQLITE_CREATE_TABLE": "CREATE TABLE",
+        "SQLITE_CREATE_TEMP_INDEX": "creating a temporary index",
+        "SQLITE_CREATE_TEMP_TABLE": "creating a temporary table",
+        "SQLITE_CREATE_TEMP_TRIGGER": "creating a temporary trigger",
+        "SQLITE_CREATE_TEMP_VIEW": "creating a temporary view",
+        "SQLITE_CREATE_TRIGGER": "CREATE TRIGGER",
+        "SQLITE_CREATE_VIEW": "CREATE VIEW",
+        "SQLITE_CREATE_VTABLE": "CREATE VIRTUAL TABLE",
+        "SQLITE_DROP_INDEX": "DROP INDEX",
+        "SQLITE_DROP_TABLE": "DROP TABLE",
+        "SQLITE_DROP_TEMP_INDEX": "dropping a temporary index",
+        "SQLITE_DROP_TEMP_TABLE": "dropping a temporary table",
+        "SQLITE_DROP_TEMP_TRIGGER": "dropping a temporary trigger",
+        "SQLITE_DROP_TEMP_VIEW": "dropping a temporary view",
+        "SQLITE_DROP_TRIGGER": "DROP TRIGGER",
+        "SQLITE_DROP_VIEW": "DROP VIEW",
+        "SQLITE_DROP_VTABLE": "dropping a virtual table",
+        "SQLITE_ALTER_TABLE": "ALTER TABLE",
+        "SQLITE_ANALYZE": "ANALYZE",
+        "SQLITE_REINDEX": "REINDEX",
+        "SQLITE_ATTACH": "ATTACH or VACUUM (opening or writing another database file)",
+        "SQLITE_DETACH": "DETACH",
+        "SQLITE_PRAGMA": "PRAGMA",
+        "SQLITE_TRANSACTION": "transaction control (BEGIN/COMMIT/ROLLBACK)",
+        "SQLITE_SAVEPOINT": "savepoints",
+    }.items()
+    if hasattr(sqlite3, name)
 }
-_ACTION_NAMES.update({sqlite3.SQLITE_ATTACH: "attach", sqlite3.SQLITE_PRAGMA: "pragma"})
+_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema"})
+_TEMP_SCHEMA_TABLES = frozenset({"sqlite_temp_master", "sqlite_temp_schema"})
+_READ_ONLY = "the database is read-only; only SELECT queries run"
+
+# Statements are classified by their first keyword (after whitespace and comments) before SQLite
+# sees them; these are refused with their class named. SELECT, WITH, VALUES and EXPLAIN go on to
+# SQLite, whose authorizer refuses any write hidden behind them (WITH ... DELETE, EXPLAIN UPDATE).
+_REFUSED_KEYWORDS = {
+    **dict.fromkeys(("INSERT", "UPDATE", "DELETE", "REPLACE"), "it would modify data"),
+    **dict.fromkeys(("CREATE", "DROP", "ALTER"), "it would change the schema"),
+    **dict.fromkeys(("ATTACH", "DETACH"), "it would open or close another database file"),
+    "VACUUM": "it would rewrite the database or write a copy of it to a file",
+    "PRAGMA": "pragmas read or change connection settings",
+    **dict.fromkeys(
+        ("BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"),
+        "transactions are not needed: each query runs on its own",
+    ),
+    "ANALYZE": "it would write statistics tables",
+    "REINDEX": "it would rebuild indexes",
+}
+_LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*|/\*.*?(?:\*/|\Z))*", re.DOTALL)
+_KEYWORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+_OBJECT_KINDS = frozenset({"TABLE", "INDEX", "VIEW", "TRIGGER"})
+
+# Guards on the built-in functions that SQLite cannot interrupt (see the module docstring).
+# Worst cases measured on a 2-core machine: LIKE/GLOB/trim ~3 ns per step of pattern × text,
+# instr/replace ~0.03 ns per byte of needle × haystack; so each budget is a few tens of ms.
+_MAX_MATCH_STEPS = 10_000_000  # like, glob, trim/ltrim/rtrim(x, chars): len(pattern) × len(text)
+_MAX_SCAN_BYTES = 1_000_000_000  # instr, replace: len(needle) × positions in the haystack
+# Bytes of cells kept in one QueryResult (besides max_rows_kept): 1,000 rows of 1 MB cells must not
+# be held in memory to show 20 of them.
+MAX_KEPT_BYTES = 16 * 1024 * 1024
+_CHUNK_BYTES = 1024 * 1024  # target size of one fetchmany() chunk
 
 TRUNCATION_MARKER = "…"
 
@@ -67,6 +143,276 @@ def _connect_read_only(db_path: Path) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
 
 
+def _refused_statement(sql: str) -> str | None:
+    """Why a statement is refused by its first keyword, or None when it may be a query."""
+    rest = sql[_LEADING_NOISE.match(sql).end() :]  # type: ignore[union-attr]  # always matches
+    if not rest:
+        return "empty query (only comments)"
+    first = _KEYWORD.match(rest)
+    keyword = first.group().upper() if first else ""
+    reason = _REFUSED_KEYWORDS.get(keyword)
+    if reason is None:
+        return None  # a query, or something SQLite rejects with its own syntax error
+    label = keyword
+    if keyword in ("CREATE", "DROP", "ALTER"):
+        words = _KEYWORD.findall(rest[:200].upper())
+        kind = next((i for i, w in enumerate(words[1:4], 1) if w in _OBJECT_KINDS), None)
+        label = " ".join(words[: kind + 1]) if kind is not None else label
+    return f"not allowed: {label} statements ({reason}); {_READ_ONLY}"
+
+
+class _Watchdog:
+    """One daemon thread that interrupts a sandbox's statement when its deadline passes.
+
+    The progress handler only runs every `progress_interval_ops` VM instructions, and some
+    instructions are slow (a function building a 1 MB value), so thousands of them can run past the
+    deadline between two checks; SQLite checks an interrupt at every loop jump instead.
+    Arming is cheap: the thread is woken only when a new deadline comes before its next planned
+    wake-up; while queries keep coming it wakes every `_TICK_S` to re-plan, and it sleeps for good
+    after a tick with no query.
+    """
+
+    _TICK_S = 0.25
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._armed: dict[int, tuple[float, SQLSandbox]] = {}
+        self._tokens = 0
+        self._wake_at = float("inf")
+        self._used_since_wake = False
+        self._thread: threading.Thread | None = None
+
+    def arm(self, sandbox: SQLSandbox, deadline: float) -> int:
+        with self._cond:
+            self._tokens += 1
+            token = self._tokens
+            self._armed[token] = (deadline, sandbox)
+            self._used_since_wake = True
+            if self._thread is None or not self._thread.is_alive():  # first use, or after a fork
+                self._wake_at = float("inf")
+                self._thread = threading.Thread(target=self._run, name="sqlenv-sandbox-watchdog", daemon=True)
+                self._thread.start()
+            elif deadline < self._wake_at:
+                self._cond.notify()
+            return token
+
+    def disarm(self, token: int) -> None:
+        """After this returns, the watchdog no longer touches the statement that `token` armed."""
+        with self._cond:
+            self._armed.pop(token, None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.perf_counter()
+                for token, (deadline, sandbox) in list(self._armed.items()):
+                    if deadline <= now:
+                        del self._armed[token]
+                        sandbox._interrupt_for_timeout()
+                earliest = min((d for d, _ in self._armed.values()), default=float("inf"))
+                if earliest == float("inf") and not self._used_since_wake:
+                    self._wake_at = float("inf")
+                    self._cond.wait()
+                else:
+                    self._used_since_wake = False
+                    self._wake_at = min(earliest, now + self._TICK_S)
+                    self._cond.wait(max(self._wake_at - now, 0.0))
+
+
+_WATCHDOG = _Watchdog()
+# A forked child has no watchdog thread, and its lock may have been copied while held.
+os.register_at_fork(after_in_child=_WATCHDOG.__init__)
+
+
+class _FunctionRefused(Exception):
+    """Raised inside a guarded SQL function; the sandbox reports the reason it recorded."""
+
+
+# ---- guards for the built-in functions SQLite cannot interrupt -------------------------------------
+
+
+def _length(value: object) -> int:
+    if isinstance(value, str | bytes):
+        return len(value)
+    return 0 if value is None else len(str(value))
+
+
+_INT64_MAX = 2**63 - 1
+_LEADING_INTEGER = re.compile(r"[ \t\n\f\r]*([-+]?)0*([0-9]*)")
+
+
+def _as_int64(value: object) -> int:
+    """sqlite3_value_int64(value): what SQL printf takes for a `*` width or precision."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):  # truncated, saturated (infinities included)
+        if value != value:
+            return 0
+        return _INT64_MAX if value >= 2**63 else -_INT64_MAX - 1 if value < -(2**63) else int(value)
+    if isinstance(value, str | bytes):  # the leading integer, saturated (sqlite3Atoi64)
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        match = _LEADING_INTEGER.match(text)
+        assert match is not None  # the pattern matches the empty string
+        number = int(match.group(2) or "0")
+        number = -number if match.group(1) == "-" else number
+        return max(min(number, _INT64_MAX), -_INT64_MAX - 1)
+    return 0
+
+
+def _star_argument(value: object) -> int:
+    """A `*` width or precision as SQLite's printf uses it: cast to a C int, negatives flipped."""
+    n = (_as_int64(value) + 2**31) % 2**32 - 2**31
+    if n >= 0:
+        return n
+    if n >= -(2**31 - 1):
+        return -n
+    return 0  # INT_MIN: width 0, or no precision at all
+
+
+# SQL printf's conversions (any other character ends the formatting); those whose output is at
+# least `precision` characters long (%c repeats its character); those that take no argument.
+_KNOWN_CONVERSIONS = frozenset("dsgzqQwcouxXfeEGinpr%")
+_PRECISION_IS_MINIMUM = frozenset("cdiuxXoprfeE")
+_NO_ARGUMENT = frozenset("%n")
+_DIGITS = frozenset("0123456789")
+
+
+def _printf_minimum_length(args: Sequence[object]) -> int:
+    """A lower bound of the length of printf(args...), following SQLite's own format parser."""
+    if not args or args[0] is None:
+        return 0
+    fmt = args[0].decode("utf-8", "replace") if isinstance(args[0], bytes) else str(args[0])
+    values = iter(args[1:])
+    total = 0
+    i, n = 0, len(fmt)
+    while i < n:
+        if fmt[i] != "%":
+            i += 1
+            continue
+        i += 1
+        width, precision = 0, 0
+        while i < n:  # flags, width and precision, in the order SQLite's loop accepts them
+            c = fmt[i]
+            if c in "-+ #!0,":
+                i += 1
+            elif c in _DIGITS:
+                j = i
+                while j < n and fmt[j] in _DIGITS:
+                    j += 1
+                width = int(fmt[i:j]) % 2**32 & 0x7FFFFFFF
+                i = j
+                if i >= n or fmt[i] not in ".l":
+                    break
+            elif c == "*":
+                width = _star_argument(next(values, 0))
+                i += 1
+                if i >= n or fmt[i] not in ".l":
+                    break
+            elif c == ".":
+                i += 1
+                if i < n and fmt[i] == "*":
+                    precision = _star_argument(next(values, 0))
+                    i += 1
+                else:
+                    j = i
+                    while j < n and fmt[j] in _DIGITS:
+                        j += 1
+                    precision = int(fmt[i:j] or "0") % 2**32 & 0x7FFFFFFF
+                    i = j
+                if i >= n or fmt[i] != "l":
+                    break
+            elif c == "l":
+                i += 2 if fmt[i + 1 : i + 2] == "l" else 1
+                break
+            else:
+                break
+        if i >= n or fmt[i] not in _KNOWN_CONVERSIONS:
+            break  # SQLite stops formatting at an unknown conversion
+        conversion = fmt[i]
+        i += 1
+        if conversion not in _NO_ARGUMENT:
+            next(values, None)
+        if conversion != "n":  # %n writes nothing
+            total += max(width, precision if conversion in _PRECISION_IS_MINIMUM else 0, 1)
+    return total
+
+
+def _printf_guard(limits: SandboxLimits, args: Sequence[object]) -> str | None:
+    if _printf_minimum_length(args) > limits.max_string_bytes:
+        return (
+            f"its result would exceed the limit of {limits.max_string_bytes} bytes "
+            "(width or precision too large)"
+        )
+    return None
+
+
+def _contains(value: object, char: str) -> bool:
+    if isinstance(value, str):
+        return char in value
+    return isinstance(value, bytes) and char.encode() in value
+
+
+def _match_guard(limits: SandboxLimits, args: Sequence[object], wildcard: str) -> str | None:
+    pattern, text = args[0], args[1]
+    if not _contains(pattern, wildcard):
+        return None  # without a wildcard, matching is linear
+    if _length(pattern) * _length(text) > _MAX_MATCH_STEPS:
+        return (
+            f"a pattern with wildcards of {_length(pattern)} characters against a text of "
+            f"{_length(text)} characters would take too long"
+        )
+    return None
+
+
+def _scan_guard(limits: SandboxLimits, args: Sequence[object]) -> str | None:
+    haystack, needle = _length(args[0]), _length(args[1])
+    work = needle * max(haystack - needle + 1, 0)
+    if work > _MAX_SCAN_BYTES:
+        return f"searching a text of {haystack} characters for one of {needle} would take too long"
+    return None
+
+
+def _trim_guard(limits: SandboxLimits, args: Sequence[object]) -> str | None:
+    text, chars = _length(args[0]), _length(args[1])
+    if text * chars > _MAX_MATCH_STEPS:
+        return f"trimming a text of {text} characters with a set of {chars} characters would take too long"
+    return None
+
+
+_Guard = Callable[[SandboxLimits, Sequence[object]], "str | None"]
+# (function name, number of arguments (-1: any), guard)
+_GUARDED_FUNCTIONS: tuple[tuple[str, int, _Guard], ...] = (
+    ("printf", -1, _printf_guard),
+    ("format", -1, _printf_guard),
+    ("like", 2, lambda limits, args: _match_guard(limits, args, "%")),
+    ("like", 3, lambda limits, args: _match_guard(limits, args, "%")),
+    ("glob", 2, lambda limits, args: _match_guard(limits, args, "*")),
+    ("instr", 2, _scan_guard),
+    ("replace", 3, _scan_guard),
+    ("trim", 2, _trim_guard),
+    ("ltrim", 2, _trim_guard),
+    ("rtrim", 2, _trim_guard),
+)
+
+
+def _builtin_functions_present() -> frozenset[str]:
+    probe = sqlite3.connect(":memory:")
+    try:
+        present = set()
+        for name, nargs, _ in _GUARDED_FUNCTIONS:
+            try:
+                probe.execute(f"SELECT {name}({', '.join(['1'] * max(nargs, 1))})")
+                present.add(name)
+            except sqlite3.Error:
+                pass  # e.g. format() before SQLite 3.38: not overridden, so not added either
+        return frozenset(present)
+    finally:
+        probe.close()
+
+
+_PRESENT_BUILTINS = _builtin_functions_present()
+
+
 class SQLSandbox:
     """One read-only connection to one database file, with all the limits applied."""
 
@@ -74,16 +420,23 @@ class SQLSandbox:
         self.db_path = Path(db_path)
         self.limits = limits or SandboxLimits()
         self._conn = _connect_read_only(self.db_path)
+        # A private connection that runs the guarded built-ins, opened on first use.
+        self._builtins: sqlite3.Connection | None = None
+        self._builtins_cursor: sqlite3.Cursor | None = None
         self._deadline = 0.0
         self._timed_out = False
         self._denial: str | None = None
-        self._apply_limits()
+        self._denial_is_generic = False
+        self._function_error: str | None = None
+        self._apply_limits(self._conn)
         self._conn.set_authorizer(self._authorize)
         self._conn.set_progress_handler(self._on_progress, self.limits.progress_interval_ops)
+        for name, nargs, guard in _GUARDED_FUNCTIONS:
+            if name in _PRESENT_BUILTINS:
+                self._conn.create_function(name, nargs, self._guarded(name, nargs, guard), deterministic=True)
 
-    def _apply_limits(self) -> None:
+    def _apply_limits(self, c: sqlite3.Connection) -> None:
         lim = self.limits
-        c = self._conn
         c.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, lim.max_string_bytes)
         c.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, lim.max_sql_chars * 4)
         c.setlimit(sqlite3.SQLITE_LIMIT_EXPR_DEPTH, lim.max_expr_depth)
@@ -102,18 +455,80 @@ class SQLSandbox:
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_FUNCTION:
             if arg2 is not None and arg2.lower() in _DENIED_FUNCTIONS:
-                self._denial = f"function {arg2}() is not allowed"
+                self._deny(f"function {arg2}() is not allowed", generic=False)
                 return sqlite3.SQLITE_DENY
             return sqlite3.SQLITE_OK
-        what = _ACTION_NAMES.get(action, f"operation {action}")
-        self._denial = f"{what} is not allowed (the database is read-only; only SELECT queries run)"
+        table = (arg1 or "").lower()
+        if action == sqlite3.SQLITE_UPDATE and table in _SCHEMA_TABLES:
+            # What SQLite asks while it declares a table-valued function's virtual table (an update
+            # of sqlite_master that is never run); plain UPDATEs of sqlite_master never get here.
+            self._deny(
+                "table-valued functions and virtual tables (pragma_table_info(), json_each(), ...) "
+                "are not allowed",
+                generic=True,
+            )
+        elif action in (sqlite3.SQLITE_INSERT, sqlite3.SQLITE_DELETE) and table in _SCHEMA_TABLES:
+            self._deny(f"changing the schema is not allowed ({_READ_ONLY})", generic=True)
+        elif table in _TEMP_SCHEMA_TABLES:
+            self._deny(f"creating or dropping temporary objects is not allowed ({_READ_ONLY})", generic=True)
+        else:
+            what = _ACTION_DESCRIPTIONS.get(action, f"operation {action}")
+            self._deny(f"{what} is not allowed ({_READ_ONLY})", generic=False)
         return sqlite3.SQLITE_DENY
+
+    def _deny(self, reason: str, *, generic: bool) -> None:
+        """Record why a statement was refused; a specific reason replaces a generic one."""
+        if self._denial is None or (self._denial_is_generic and not generic):
+            self._denial = reason
+            self._denial_is_generic = generic
 
     def _on_progress(self) -> int:
         if time.perf_counter() > self._deadline:
             self._timed_out = True
             return 1  # non-zero interrupts the statement
         return 0
+
+    def _interrupt_for_timeout(self) -> None:
+        """Called by the watchdog thread at the deadline of a statement still running."""
+        self._timed_out = True
+        with contextlib.suppress(sqlite3.ProgrammingError):  # closed meanwhile
+            self._conn.interrupt()
+
+    def _guarded(self, name: str, nargs: int, guard: _Guard) -> Callable[..., object]:
+        fixed_sql = None if nargs < 0 else f"SELECT {name}({', '.join('?' * nargs)})"
+        limits = self.limits
+
+        def call(*args: object) -> object:
+            try:
+                if time.perf_counter() > self._deadline:
+                    self._timed_out = True
+                    raise _FunctionRefused
+                reason = guard(limits, args)
+                if reason is not None:
+                    self._function_error = f"not allowed: {name}(): {reason}"
+                    raise _FunctionRefused
+                cursor = self._builtins_cursor or self._open_builtins()
+                cursor.execute(fixed_sql or f"SELECT {name}({', '.join('?' * len(args))})", args)
+                return cursor.fetchone()[0]
+            except _FunctionRefused:
+                raise
+            except sqlite3.Error as exc:
+                self._function_error = self._explain_message(exc)
+                raise
+            except Exception as exc:  # a bug in a guard must still explain itself
+                self._function_error = f"SQL error: {name}() failed: {exc!r}"
+                raise
+
+        return call
+
+    def _open_builtins(self) -> sqlite3.Cursor:
+        """A private in-memory connection with the same limits, where the built-ins still live."""
+        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._apply_limits(conn)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 64)
+        self._builtins = conn
+        self._builtins_cursor = conn.cursor()
+        return self._builtins_cursor
 
     def execute(self, sql: str, time_limit_s: float | None = None) -> QueryResult:
         """Run one read-only statement; raise SandboxError with an agent-readable reason."""
@@ -125,11 +540,17 @@ class SQLSandbox:
             raise SandboxError("the query contains a NUL character")
         if not sql.strip():
             raise SandboxError("empty query")
+        refusal = _refused_statement(sql)
+        if refusal is not None:
+            raise SandboxError(refusal)
         limit_s = self.limits.time_limit_s if time_limit_s is None else time_limit_s
         self._denial = None
+        self._denial_is_generic = False
+        self._function_error = None
         self._timed_out = False
         start = time.perf_counter()
         self._deadline = start + limit_s
+        token = _WATCHDOG.arm(self, self._deadline)
         cursor = self._conn.cursor()
         try:
             cursor.execute(sql)
@@ -146,38 +567,79 @@ class SQLSandbox:
         except (sqlite3.DatabaseError, sqlite3.Warning, OverflowError, MemoryError, ValueError) as exc:
             raise self._explain(exc, limit_s) from None
         finally:
+            _WATCHDOG.disarm(token)
             cursor.close()
         return QueryResult(columns, rows, truncated, time.perf_counter() - start)
 
     def _fetch_bounded(self, cursor: sqlite3.Cursor) -> tuple[tuple[tuple[object, ...], ...], bool]:
+        """Keep at most max_rows_kept rows and MAX_KEPT_BYTES of cells. Rows arrive in chunks
+        sized so that one chunk holds about _CHUNK_BYTES (starting small: a chunk of rows with
+        1 MB cells must not hold hundreds of MB before it is counted); bytes are counted per
+        chunk, and row by row only when a chunk would cross the cap."""
         keep = self.limits.max_rows_kept
-        chunk = min(self.limits.fetch_chunk_rows, keep + 1)
         rows: list[tuple[object, ...]] = []
-        while len(rows) <= keep:
+        kept_bytes = 0
+        chunk = 4
+        while True:
             batch = cursor.fetchmany(chunk)
             if not batch:
                 return tuple(rows), False
+            size = _cells_bytes(batch)
+            if kept_bytes + size > MAX_KEPT_BYTES:
+                for row in batch:
+                    kept_bytes += _cells_bytes((row,))
+                    if kept_bytes > MAX_KEPT_BYTES or len(rows) >= keep:
+                        return tuple(rows), True
+                    rows.append(row)
+                continue
             rows.extend(batch)
-        return tuple(rows[:keep]), True
+            kept_bytes += size
+            if len(rows) > keep:
+                return tuple(rows[:keep]), True
+            chunk = max(1, min(256, _CHUNK_BYTES * len(rows) // max(kept_bytes, 1)))
 
     def _explain(self, exc: BaseException, limit_s: float) -> SandboxError:
         if self._timed_out:
             return SandboxError(f"query timed out after {limit_s:g} s and was stopped")
+        if self._function_error is not None:
+            return SandboxError(self._function_error)
         if self._denial is not None:
             return SandboxError(f"not allowed: {self._denial}")
+        return SandboxError(self._explain_message(exc))
+
+    def _explain_message(self, exc: BaseException) -> str:
         message = str(exc) or type(exc).__name__
         if "string or blob too big" in message or isinstance(exc, OverflowError | MemoryError):
-            return SandboxError(f"result value too large (limit {self.limits.max_string_bytes} bytes)")
-        return SandboxError(f"SQL error: {message}")
+            return f"result value too large (limit {self.limits.max_string_bytes} bytes)"
+        if "pattern too complex" in message:
+            return f"LIKE or GLOB pattern too long (limit {self.limits.max_like_pattern_bytes} bytes)"
+        if "user-defined function raised exception" in message:
+            # A guarded function failed before its code ran (its code records its own reason):
+            # Python could not decode an argument, i.e. text that is not valid UTF-8.
+            return (
+                "SQL error: a text value is not valid UTF-8, so LIKE, GLOB, instr, replace, trim or "
+                "printf cannot read it"
+            )
+        if "parser stack overflow" in message:
+            return "SQL error: parser stack overflow (the query is nested too deeply)"
+        return f"SQL error: {message}"
 
     def close(self) -> None:
         self._conn.close()
+        if self._builtins is not None:
+            self._builtins.close()
 
     def __enter__(self) -> SQLSandbox:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _cells_bytes(rows: Sequence[tuple[object, ...]]) -> int:
+    """Approximate bytes held by rows: text and blob lengths, 8 per other cell."""
+    sized = [len(v) for v in chain.from_iterable(rows) if v.__class__ is str or v.__class__ is bytes]
+    return sum(sized) + 8 * (len(rows) * len(rows[0]) - len(sized))
 
 
 def render_cell(value: object, max_chars: int) -> str:
@@ -224,3 +686,41 @@ def render_table(
 def render_result(result: QueryResult, limits: SandboxLimits) -> str:
     """A QueryResult as the text of an observation."""
     return render_table(result.columns, result.rows, limits, total_text=result.row_count_text)
+
+
+class SandboxPool:
+    """Sandboxes shared by every environment of a process: one database's connections are
+    reused across episodes and sessions instead of each session opening its own (a connection
+    costs ~100 KB and its statement cache warms up once). A sandbox is leased to one caller at a
+    time; at most `max_idle_per_database` idle ones are kept per database and limits."""
+
+    def __init__(self, max_idle_per_database: int = 4) -> None:
+        self.max_idle_per_database = max_idle_per_database
+        self._idle: dict[tuple[Path, SandboxLimits], list[SQLSandbox]] = {}
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def lease(self, db_path: Path, limits: SandboxLimits) -> Iterator[SQLSandbox]:
+        key = (db_path, limits)
+        with self._lock:
+            idle = self._idle.get(key)
+            sandbox = idle.pop() if idle else None
+        if sandbox is None:
+            sandbox = SQLSandbox(db_path, limits)
+        try:
+            yield sandbox
+        finally:
+            with self._lock:
+                idle = self._idle.setdefault(key, [])
+                if len(idle) < self.max_idle_per_database:
+                    idle.append(sandbox)
+                    sandbox = None
+            if sandbox is not None:
+                sandbox.close()
+
+    def idle_count(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._idle.values())
+
+
+SHARED_SANDBOXES = SandboxPool()

@@ -59,6 +59,10 @@ class DatabaseCatalog:
         """The real table name for an argument (case-insensitive, quotes allowed), or None."""
         return self._by_folded_name.get(_strip_identifier_quotes(argument).casefold())
 
+    def is_cached(self, kind: str, table: str, n_rows: int) -> bool:
+        """Whether DESCRIBE (kind "DESCRIBE") or SAMPLE of `table` is served from memory."""
+        return table in self._describe if kind == "DESCRIBE" else (table, n_rows) in self._sample
+
     def describe(self, table: str) -> str:
         text = self._describe.get(table)
         if text is None:
