@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -39,21 +38,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def episode_messages(dataset) -> list[list[str]]:  # noqa: ANN001
+def episode_messages(dataset) -> list[list[str]]:
     """Per question: the JSON frames of one oracle-like episode (5 messages, 4 of them steps)."""
     plans = []
     for r in dataset.split("train"):
         table = r.tables_involved[0]
-        steps = [("DESCRIBE", table), ("SAMPLE", table), ("QUERY", r.gold_sql), ("ANSWER", format_answer(r.gold_answer, r.answer_type))]
+        steps = [
+            ("DESCRIBE", table),
+            ("SAMPLE", table),
+            ("QUERY", r.gold_sql),
+            ("ANSWER", format_answer(r.gold_answer, r.answer_type)),
+        ]
         frames = [json.dumps({"type": "reset", "data": {"question_id": r.question_id}})]
         frames += [json.dumps({"type": "step", "data": {"action_type": k, "argument": a}}) for k, a in steps]
         plans.append(frames)
     return plans
 
 
-def in_process_steps_per_second(dataset, seconds: float) -> float:  # noqa: ANN001
+def in_process_steps_per_second(dataset, seconds: float) -> float:
     env = SQLEnvironment(dataset=dataset, split="train")
-    plans = [(json.loads(p[0])["data"]["question_id"], [SQLAction(**json.loads(f)["data"]) for f in p[1:]]) for p in episode_messages(dataset)]
+    plans = [
+        (json.loads(p[0])["data"]["question_id"], [SQLAction(**json.loads(f)["data"]) for f in p[1:]])
+        for p in episode_messages(dataset)
+    ]
     steps = 0
     deadline = time.perf_counter() + seconds
     start = time.perf_counter()
@@ -120,7 +127,8 @@ async def hold_sessions(url: str, count: int) -> tuple[list, int]:
     reset = json.dumps({"type": "reset", "data": {"seed": 1}})
     for start in range(0, count, 64):
         batch = await asyncio.gather(
-            *(websockets.connect(url, ping_interval=None) for _ in range(min(64, count - start))), return_exceptions=True
+            *(websockets.connect(url, ping_interval=None) for _ in range(min(64, count - start))),
+            return_exceptions=True,
         )
         for ws in batch:
             if isinstance(ws, BaseException):
@@ -135,7 +143,9 @@ async def hold_sessions(url: str, count: int) -> tuple[list, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--levels", default="1,16,64,256")
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -184,7 +194,9 @@ def main() -> None:
             after = rss_kb(server.pid)
             held = len(sockets) - 0
             per_session = (after - before) / max(held, 1)
-            print(f"held {held} idle sessions with {errors} errors; server RSS {before / 1024:.0f} MB -> {after / 1024:.0f} MB, {per_session:.0f} KB per idle session")
+            print(
+                f"held {held} idle sessions with {errors} errors; server RSS {before / 1024:.0f} MB -> {after / 1024:.0f} MB, {per_session:.0f} KB per idle session"
+            )
             await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
 
         if args.hold:

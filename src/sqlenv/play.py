@@ -3,8 +3,6 @@ rendered with rich. Runs in-process, or against a server with --url."""
 
 from __future__ import annotations
 
-import shlex
-
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
@@ -103,7 +101,7 @@ def _play_episode(console: Console, env, observation: SQLObservation) -> bool:
         if kind == "NEW":
             return True
         if kind not in ACTION_TYPES:
-            console.print(f"[red]unknown command {shlex.quote(kind.lower())}[/]; " + HELP)
+            console.print(f"[red]unknown command {kind.lower()!r}[/]; " + HELP)
             continue
         observation = env.step(SQLAction(action_type=kind, argument=argument))
         reward = observation.reward or 0.0
