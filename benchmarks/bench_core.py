@@ -150,9 +150,13 @@ def main() -> None:
         print(f"{name:<34}{value:>11.1f} {unit}{target:>11} {unit}{value / target:>10.2f}")
     print(f"{'raw sqlite3 execute+fetchall':<34}{raw_query_s * 1e6:>11.1f} us{'(baseline)':>14}")
     sandbox_ratio = sandbox_query_s / raw_query_s
-    print(f"{'sandbox.execute (gold SQL)':<34}{sandbox_query_s * 1e6:>11.1f} us{'1.20 x raw':>14}{sandbox_ratio:>10.2f}")
+    print(
+        f"{'sandbox.execute (gold SQL)':<34}{sandbox_query_s * 1e6:>11.1f} us{'1.20 x raw':>14}{sandbox_ratio:>10.2f}"
+    )
     ratio = env_query_s / raw_query_s
-    print(f"{'QUERY step (execute+render+reward)':<34}{env_query_s * 1e6:>11.1f} us{'1.20 x raw':>14}{ratio:>10.2f}")
+    print(
+        f"{'QUERY step (execute+render+reward)':<34}{env_query_s * 1e6:>11.1f} us{'1.20 x raw':>14}{ratio:>10.2f}"
+    )
     print(f"{f'oracle, all {len(records)} questions':<34}{oracle_s:>12.2f} s{5:>12} s{oracle_s / 5:>10.2f}")
     for conn in raw_conns.values():
         conn.close()

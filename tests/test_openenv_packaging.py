@@ -12,7 +12,9 @@ OPENENV = str(Path(sys.executable).with_name("openenv"))
 
 
 def run_validate(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([OPENENV, "validate", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [OPENENV, "validate", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_manifest_passes_static_validation() -> None:
@@ -26,4 +28,3 @@ def test_live_server_passes_openenv_validate(demo_server: RunningServer) -> None
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Verdict: PASS" in result.stdout
     assert "FAIL" not in result.stdout
-
