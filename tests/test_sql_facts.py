@@ -24,7 +24,10 @@ def _spider_dir() -> Path:
 def _load_split(name: str) -> list[dict[str, Any]]:
     path = _spider_dir() / name
     if not path.is_file():
-        pytest.skip(f"Spider data not found at {path} (set SQLENV_SPIDER_DIR to the Spider directory)")
+        reason = f"Spider data not found at {path} (set SQLENV_SPIDER_DIR to the Spider directory)"
+        if os.environ.get("SQLENV_REQUIRE_SPIDER"):
+            pytest.fail(reason + " — SQLENV_REQUIRE_SPIDER is set, so Spider tests may not skip")
+        pytest.skip(reason)
     with path.open(encoding="utf-8") as f:
         return json.load(f)
 
