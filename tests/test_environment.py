@@ -200,3 +200,11 @@ def test_selecting_another_split_and_dataset(demo_dataset, spider10) -> None:
     assert len(env.questions) == 203
     with pytest.raises(KeyError, match="no split"):
         SQLEnvironment(dataset=demo_dataset, split="validation")
+
+
+def test_an_overlong_answer_is_wrong_without_being_parsed(demo_dataset) -> None:
+    env = SQLEnvironment(dataset=demo_dataset, config=EnvConfig(max_answer_chars=100))
+    env.reset(seed=0)
+    obs = env.step(act("ANSWER", "[" + ", ".join(["1"] * 100) + "]"))
+    assert obs.done and obs.metadata["correct"] is False
+    assert "too long" in obs.result

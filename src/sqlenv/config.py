@@ -77,6 +77,8 @@ class EnvConfig:
     step_budget: int = 15
     sample_rows: int = 5
     float_tolerance: float = 0.01
+    # Longer ANSWER texts are wrong without being parsed (verification time grows with length).
+    max_answer_chars: int = 300_000  # Spider's largest gold answer, formatted, is ~229k characters
     sandbox: SandboxLimits = field(default_factory=SandboxLimits)
     reward: RewardConfig = field(default_factory=RewardConfig)
 

@@ -33,7 +33,7 @@ from sqlenv.rewards import (
 )
 from sqlenv.sandbox import SHARED_SANDBOXES, SandboxError, render_result
 from sqlenv.schema import DatabaseCatalog, catalog_for
-from sqlenv.verifier import verify_answer
+from sqlenv.verifier import Verdict, verify_answer
 
 # Under a server, QUERY and ANSWER run on this small shared pool; everything else is answered on
 # the event loop (see step_async). SQLite releases the GIL while it executes, so a few threads
@@ -61,7 +61,7 @@ class _Episode:
     step_count: int = 0
     done: bool = False
     history: list[str] = field(default_factory=list)
-    seen_actions: set[tuple[str, str]] = field(default_factory=set)
+    seen_actions: set[tuple[str, int]] = field(default_factory=set)  # (type, hash of argument)
     seen_info: set[object] = field(default_factory=set)
     phi: float = 0.0
     operational_total: float = 0.0
@@ -154,7 +154,8 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         ep.history.append(f"{kind or '?'} {_short(argument)}".rstrip())
         if kind == "ANSWER":
             return self._answer(ep, argument)
-        action_key = (kind, " ".join(argument.split()).rstrip(";").strip())
+        # A hash, not the text: an episode's memory must not grow with the size of its arguments.
+        action_key = (kind, hash(" ".join(argument.split()).rstrip(";").strip()))
         repeat = action_key in ep.seen_actions
         ep.seen_actions.add(action_key)
         outcome = self._explore(ep, kind, argument, timeout_s)
@@ -167,16 +168,19 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         ep.operational_total += reward.operational
         ep.progress_total += reward.progress
         result = outcome.result
+        terminal = 0.0
         if ep.step_count >= ep.budget:
             ep.done = True
             ep.correct = False
-            ep.terminal_total += terminal_reward(False, self.config.reward)
+            # Paid on this step's observation too, so that observed rewards sum to total_reward.
+            terminal = terminal_reward(False, self.config.reward)
+            ep.terminal_total += terminal
             result = (result + "\n" if result else "") + "Step budget exhausted: the episode is over."
-        obs = self._observation(ep, result=result, error=outcome.error, reward=reward.total)
+        obs = self._observation(ep, result=result, error=outcome.error, reward=reward.total + terminal)
         obs.metadata["reward_components"] = {
             "operational": reward.operational,
             "progress": reward.progress,
-            "terminal": 0.0,
+            "terminal": terminal,
         }
         return obs
 
@@ -293,13 +297,19 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
 
     def _answer(self, ep: _Episode, argument: str) -> SQLObservation:
         record = ep.record
-        verdict = verify_answer(
-            argument,
-            record.gold_answer,
-            record.answer_type,
-            record.order_sensitive,
-            self.config.float_tolerance,
-        )
+        limit = self.config.max_answer_chars
+        if len(argument) > limit:  # verification time grows with the answer: bound it
+            verdict = Verdict(
+                False, f"wrong: the answer is too long ({len(argument)} characters, limit {limit})"
+            )
+        else:
+            verdict = verify_answer(
+                argument,
+                record.gold_answer,
+                record.answer_type,
+                record.order_sensitive,
+                self.config.float_tolerance,
+            )
         reward = terminal_reward(verdict.correct, self.config.reward)
         ep.done = True
         ep.answered = True

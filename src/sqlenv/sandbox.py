@@ -7,7 +7,8 @@ Defences, each independent of the others:
   refused before SQLite sees it, with the statement class named in the message;
 - an authorizer allow-list admits only SELECT, column reads, recursive CTEs and ordinary
   functions; writes, DDL, temp objects, ATTACH (and so VACUUM INTO), PRAGMA (statements and
-  table-valued pragma functions), transactions and `load_extension` are refused with a reason;
+  table-valued pragma functions), transactions and `load_extension` are refused with a reason,
+  and so are the two aggregates whose memory SQLite does not bound (json_group_array/object);
 - `setlimit` caps string size, expression depth, compound selects, LIKE patterns, attached
   databases, bound variables and columns;
 - a progress handler, and a watchdog thread that interrupts the connection at the deadline, stop
@@ -40,6 +41,10 @@ from sqlenv.config import SandboxLimits
 
 _ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"})
+# Aggregates that build their result without checking the size limit until the last row: one
+# query over a cross join held ~600 MB per second of its time limit before failing as too big.
+# group_concat() stops growing at the limit, so it stays allowed.
+_UNBOUNDED_AGGREGATES = frozenset({"json_group_array", "json_group_object"})
 
 # What each refused authorizer action code means, for the refusal message. Listed explicitly:
 # deriving names from every SQLITE_* constant mixes in result codes with the same numbers
@@ -456,6 +461,13 @@ class SQLSandbox:
         if action == sqlite3.SQLITE_FUNCTION:
             if arg2 is not None and arg2.lower() in _DENIED_FUNCTIONS:
                 self._deny(f"function {arg2}() is not allowed", generic=False)
+                return sqlite3.SQLITE_DENY
+            if arg2 is not None and arg2.lower() in _UNBOUNDED_AGGREGATES:
+                self._deny(
+                    f"function {arg2}() is not allowed: its memory use is unbounded "
+                    "(group_concat() builds a list within the size limit)",
+                    generic=False,
+                )
                 return sqlite3.SQLITE_DENY
             return sqlite3.SQLITE_OK
         table = (arg1 or "").lower()
