@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv (if missing) and installs sqlenv with its test tools. Idempotent; safe to re-run.
+# Creates .venv (if missing) and installs sqlenv with its test tools and the eval extra (plots, Ray). Idempotent; safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -7,4 +7,4 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[dev]'
+.venv/bin/python -m pip install --quiet -e '.[dev,eval]'

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.types import ServerMode
@@ -73,6 +73,7 @@ def create_sqlenv_app(
     )
     server.register_routes(app, mode=ServerMode.SIMULATION)
     app.state.env_server = server
+    _environment_input_errors_as_422(app)
     question_list = [
         {"question_id": r.question_id, "question": r.question, "db_id": r.db_id, "difficulty": r.difficulty}
         for r in questions
@@ -95,6 +96,26 @@ def create_sqlenv_app(
         return JSONResponse(body)
 
     return app
+
+
+_INPUT_ERRORS = (ValueError, KeyError, TypeError)
+_STATELESS_PATHS = frozenset({"/reset", "/step"})
+
+
+def _environment_input_errors_as_422(app: FastAPI) -> None:
+    """HTTP /reset and /step hand the request's extra fields to the environment, which rejects
+    bad ones (an unknown question_id or reset argument) by raising; OpenEnv's handlers do not
+    catch that, so it was a 500. Here it is a 422 naming the problem, as over /ws (error frame)."""
+
+    async def input_error(request: Request, exc: Exception) -> JSONResponse:
+        if request.url.path not in _STATELESS_PATHS:
+            raise exc
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        detail = [{"loc": ["body"], "msg": str(message), "type": "value_error"}]  # FastAPI's 422 shape
+        return JSONResponse({"detail": detail}, status_code=422)
+
+    for error in _INPUT_ERRORS:
+        app.add_exception_handler(error, input_error)
 
 
 def app_from_environment() -> FastAPI:

@@ -1,10 +1,15 @@
 """Turns raw questions into question records: runs each gold SQL once through the sandbox (with
 the generous gold limits), derives answer type, difficulty, tables and order, and assigns splits.
-Questions whose database is missing or whose gold SQL fails are dropped and counted by reason."""
+Questions whose database is missing or whose gold SQL fails are dropped and counted by reason.
+A database file that SQLite cannot read (not a database, malformed) drops all its questions under
+a reason naming the file, with a warning; so does a question file naming a database that has no
+file. The other databases' questions are built as usual."""
 
 from __future__ import annotations
 
 import re
+import sqlite3
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -15,7 +20,7 @@ from sqlenv.data.loaders import RawQuestion
 from sqlenv.data.records import QuestionRecord, infer_answer_type, normalize_cell
 from sqlenv.data.sql_facts import SQLFacts, analyze_sql
 from sqlenv.sandbox import SandboxError, SQLSandbox
-from sqlenv.schema import catalog_for
+from sqlenv.schema import DatabaseCatalog, catalog_for
 
 # Given the records (split still empty), return question_id -> split name; records mapped to
 # None are left out (and counted under "excluded").
@@ -29,6 +34,24 @@ def _fallback_facts(sql: str, tables: Sequence[str]) -> SQLFacts:
     return SQLFacts("extra", named, bool(re.search(r"\border\s+by\b", lowered)))
 
 
+# Words of SQLite's errors for a file it cannot read as a database (any query fails the same way).
+_UNREADABLE_MARKERS = ("file is not a database", "malformed", "unable to open database", "disk i/o error")
+
+
+def _unreadable_reason(path: Path) -> str | None:
+    """Why SQLite cannot read this database file (it reads the schema to find out), or None."""
+    try:
+        DatabaseCatalog.open(path)
+    except sqlite3.Error as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def _is_unreadable_error(message: str) -> bool:
+    lowered = message.lower()
+    return any(marker in lowered for marker in _UNREADABLE_MARKERS)
+
+
 def build_records(
     raw_questions: Sequence[RawQuestion],
     databases: dict[str, Path],
@@ -37,19 +60,31 @@ def build_records(
     dropped: Counter[str] = Counter()
     sandboxes: dict[str, SQLSandbox] = {}
     records: list[QuestionRecord] = []
+    unreadable: dict[str, str] = {}  # db_id -> SQLite's reason
+    missing: Counter[str] = Counter()  # db_id -> questions without a database file
     try:
         for q in raw_questions:
             path = databases.get(q.db_id)
             if path is None:
                 dropped["database file missing"] += 1
+                missing[q.db_id] += 1
+                continue
+            if q.db_id in unreadable:
                 continue
             sandbox = sandboxes.get(q.db_id)
             if sandbox is None:
+                reason = _unreadable_reason(path)
+                if reason is not None:
+                    unreadable[q.db_id] = reason
+                    continue
                 sandbox = sandboxes[q.db_id] = SQLSandbox(path, GOLD_LIMITS)
             try:
                 result = sandbox.execute(q.sql)
-            except SandboxError:
-                dropped["gold SQL failed"] += 1
+            except SandboxError as exc:
+                if _is_unreadable_error(str(exc)):  # damage beyond the schema pages
+                    unreadable[q.db_id] = str(exc)
+                else:
+                    dropped["gold SQL failed"] += 1
                 continue
             if result.truncated:
                 dropped["gold result too large"] += 1
@@ -77,6 +112,25 @@ def build_records(
     finally:
         for sandbox in sandboxes.values():
             sandbox.close()
+    if unreadable:
+        records = [r for r in records if r.db_id not in unreadable]
+        left_out = Counter(q.db_id for q in raw_questions if q.db_id in unreadable)
+        for db_id, reason in unreadable.items():
+            path = databases[db_id]
+            dropped[f"database unreadable: {path}: {reason}"] += left_out[db_id]
+            warnings.warn(
+                f"sqlenv: database file {path} is unreadable ({reason}); its {left_out[db_id]} "
+                "question(s) are left out",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    for db_id, count in missing.items():
+        warnings.warn(
+            f"sqlenv: no database file for db_id {db_id!r} (no {db_id}.sqlite found); its {count} "
+            "question(s) are left out",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     splits = assign_split(records)
     assigned = []
     for r in records:
