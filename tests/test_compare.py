@@ -126,19 +126,19 @@ class EchoPolicy:
 @pytest.mark.usefixtures("clean_registry")
 def test_policies_plug_in_by_name_scheme_or_resolver(demo_dataset, tmp_path: Path) -> None:
     register_policy("tiny-model", EchoPolicy, "a small model")
-    register_policy("openai", EchoPolicy, "an OpenAI-compatible server", scheme=True)
+    register_policy("echo", EchoPolicy, "an echo scheme", scheme=True)
     model_dir = tmp_path / "my-model"
     model_dir.mkdir()
     register_policy_resolver(lambda name: Path(name).is_dir(), EchoPolicy, "a model directory")
 
     named = make_policy("Tiny-Model", demo_dataset, seed=3)
     assert isinstance(named, EchoPolicy) and named.request.seed == 3
-    by_scheme = make_policy("openai:http://127.0.0.1:9000/v1", demo_dataset)
+    by_scheme = make_policy("echo:http://127.0.0.1:9000/v1", demo_dataset)
     assert by_scheme.request.argument == "http://127.0.0.1:9000/v1"
     by_path = make_policy(str(model_dir), demo_dataset)
     assert by_path.request.argument == str(model_dir)
     listed = available_policies()
-    assert {"oracle", "random", "tiny-model", "smollm2-135m", "openai:<argument>", "a model directory"} <= set(listed)
+    assert {"oracle", "random", "tiny-model", "smollm2-135m", "openai:<argument>", "echo:<argument>", "a model directory"} <= set(listed)
     with pytest.raises(ValueError, match="already registered"):
         register_policy("random", EchoPolicy)
     with pytest.raises(ValueError, match="unknown policy 'nope:x'"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,76 @@ def test_context_truncation_keeps_the_question_and_the_latest_turns(policy: LLMP
     assert ids["input_ids"].shape[1] + policy.max_new_tokens <= policy.max_context_tokens
     assert 2 <= len(policy._turns) < 12
     assert policy._head[-1]["content"].startswith("Question: ")
+
+
+@pytest.fixture(scope="module")
+def openai_server(policy: LLMPolicy):  # the fixture loads (and so builds) the checkpoint first
+    """`transformers serve` on 127.0.0.1 with the SmolLM2 checkpoint (tool-aware tokenizer)."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from conftest import free_port
+    from sqlenv.llm_policy import smollm2_checkpoint
+
+    checkpoint = smollm2_checkpoint()
+    port = free_port()
+    cli = str(Path(sys.executable).with_name("transformers"))
+    process = subprocess.Popen(
+        [cli, "serve", str(checkpoint), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                assert process.poll() is None, "transformers serve exited"
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/v1", str(checkpoint)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_openai_policy_plays_against_a_real_openai_compatible_server(openai_server, demo_dataset) -> None:
+    from sqlenv.llm_policy import OpenAIPolicy
+
+    base_url, model = openai_server
+    remote = OpenAIPolicy(base_url, model, shots=1, example_dataset=demo_dataset, max_tokens=48)
+    env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=3))
+    observation = env.reset(question_id=env.questions[2].question_id)
+    remote.reset(observation, seed=0)
+    kinds = []
+    while not observation.done:
+        action = remote.act(observation)  # the one-shot example sends prior tool calls and results
+        kinds.append(action.action_type)
+        observation = env.step(action)
+    assert observation.step_count == len(kinds) <= 3
+    assert remote.format_errors == kinds.count(FORMAT_ERROR_ACTION)
+
+
+def test_openai_wire_format_links_tool_results_to_calls() -> None:
+    from sqlenv.llm_policy import openai_messages
+
+    wire = openai_messages(
+        [
+            {"role": "user", "content": "Question: q"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"type": "function", "function": {"name": "query", "arguments": {"sql": "SELECT 1"}}}
+                ],
+            },
+            {"role": "tool", "name": "query", "content": "1"},
+        ]
+    )
+    call = wire[1]["tool_calls"][0]
+    assert call["function"]["arguments"] == '{"sql": "SELECT 1"}'
+    assert wire[2] == {"role": "tool", "tool_call_id": call["id"], "content": "1"}

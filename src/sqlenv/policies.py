@@ -268,3 +268,16 @@ register_policy_resolver(
     lambda request: _llm_policy(str(Path(request.argument).expanduser()), 0)(request),
     "a local transformers model directory (0-shot, greedy)",
 )
+
+
+def _openai_policy(request: PolicyRequest) -> Policy:
+    """`openai:<base_url>[#<model>]`: an OpenAI-compatible server, 0-shot, greedy."""
+    from sqlenv.llm_policy import OpenAIPolicy
+
+    base_url, _, model = request.argument.partition("#")
+    return OpenAIPolicy(base_url, model or None)
+
+
+register_policy(
+    "openai", _openai_policy, "an OpenAI-compatible server: openai:<base_url>[#<model>]", scheme=True
+)
