@@ -87,7 +87,7 @@ def _load_uncached(name: str, spider_dir: str | Path | None, rebuild: bool) -> D
         databases = build_demo_databases()
         qfile = demo_questions_path()
         raw = read_question_file(qfile, id_prefix="demo")
-        return _cached_build(name, databases, [qfile], raw, lambda recs: _stratified(-1)(recs), rebuild)
+        return _cached_build(name, databases, [qfile], raw, _stratified(-1), rebuild)
     if name in ("spider10", "spider"):
         root = resolve_spider_dir(spider_dir)
         databases = spider_databases(root)
