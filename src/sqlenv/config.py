@@ -20,9 +20,10 @@ class SandboxLimits:
     max_rows_shown: int = 20
     max_cell_chars: int = 80
     max_result_chars: int = 3_000
-    # Rows kept (beyond those shown) for comparing a result with the gold answer.
+    # Rows kept (beyond those shown) for comparing a result with the gold answer, and their bytes
+    # (1,000 rows of 1 MB cells must not be held to show 20 of them).
     max_rows_kept: int = 1_000
-    fetch_chunk_rows: int = 256
+    max_kept_bytes: int = 16 * 1024 * 1024
     max_sql_chars: int = 20_000
     # sqlite3 setlimit caps (see https://www.sqlite.org/c3ref/c_limit_attached.html).
     max_string_bytes: int = 1_000_000

@@ -113,9 +113,7 @@ _OBJECT_KINDS = frozenset({"TABLE", "INDEX", "VIEW", "TRIGGER"})
 # instr/replace ~0.03 ns per byte of needle × haystack; so each budget is a few tens of ms.
 _MAX_MATCH_STEPS = 10_000_000  # like, glob, trim/ltrim/rtrim(x, chars): len(pattern) × len(text)
 _MAX_SCAN_BYTES = 1_000_000_000  # instr, replace: len(needle) × positions in the haystack
-# Bytes of cells kept in one QueryResult (besides max_rows_kept): 1,000 rows of 1 MB cells must not
-# be held in memory to show 20 of them.
-MAX_KEPT_BYTES = 16 * 1024 * 1024
+MAX_KEPT_BYTES = SandboxLimits().max_kept_bytes  # the default (see SandboxLimits.max_kept_bytes)
 _CHUNK_BYTES = 1024 * 1024  # target size of one fetchmany() chunk
 
 TRUNCATION_MARKER = "…"
@@ -584,11 +582,12 @@ class SQLSandbox:
         return QueryResult(columns, rows, truncated, time.perf_counter() - start)
 
     def _fetch_bounded(self, cursor: sqlite3.Cursor) -> tuple[tuple[tuple[object, ...], ...], bool]:
-        """Keep at most max_rows_kept rows and MAX_KEPT_BYTES of cells. Rows arrive in chunks
+        """Keep at most max_rows_kept rows and max_kept_bytes of cells. Rows arrive in chunks
         sized so that one chunk holds about _CHUNK_BYTES (starting small: a chunk of rows with
         1 MB cells must not hold hundreds of MB before it is counted); bytes are counted per
         chunk, and row by row only when a chunk would cross the cap."""
         keep = self.limits.max_rows_kept
+        max_bytes = self.limits.max_kept_bytes
         rows: list[tuple[object, ...]] = []
         kept_bytes = 0
         chunk = 4
@@ -597,10 +596,10 @@ class SQLSandbox:
             if not batch:
                 return tuple(rows), False
             size = _cells_bytes(batch)
-            if kept_bytes + size > MAX_KEPT_BYTES:
+            if kept_bytes + size > max_bytes:
                 for row in batch:
                     kept_bytes += _cells_bytes((row,))
-                    if kept_bytes > MAX_KEPT_BYTES or len(rows) >= keep:
+                    if kept_bytes > max_bytes or len(rows) >= keep:
                         return tuple(rows), True
                     rows.append(row)
                 continue
