@@ -138,7 +138,15 @@ def test_policies_plug_in_by_name_scheme_or_resolver(demo_dataset, tmp_path: Pat
     by_path = make_policy(str(model_dir), demo_dataset)
     assert by_path.request.argument == str(model_dir)
     listed = available_policies()
-    assert {"oracle", "random", "tiny-model", "smollm2-135m", "openai:<argument>", "echo:<argument>", "a model directory"} <= set(listed)
+    assert {
+        "oracle",
+        "random",
+        "tiny-model",
+        "smollm2-135m",
+        "openai:<argument>",
+        "echo:<argument>",
+        "a model directory",
+    } <= set(listed)
     with pytest.raises(ValueError, match="already registered"):
         register_policy("random", EchoPolicy)
     with pytest.raises(ValueError, match="unknown policy 'nope:x'"):
