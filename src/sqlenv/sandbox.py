@@ -680,8 +680,22 @@ def render_table(
     """Rows as compact pipe-separated text, capped in rows, per cell and in total."""
     max_rows = limits.max_rows_shown if max_rows is None else max_rows
     shown = rows[:max_rows]
-    lines = [" | ".join(render_cell(c, limits.max_cell_chars) for c in columns)]
-    lines.extend(" | ".join(render_cell(v, limits.max_cell_chars) for v in row) for row in shown)
+    width = limits.max_cell_chars
+    lines = [" | ".join([render_cell(c, width) for c in columns])]
+    # Fast path for the common cells (ints, short plain text); render_cell for everything else.
+    lines.extend(
+        " | ".join(
+            [
+                str(v)
+                if v.__class__ is int
+                else v
+                if v.__class__ is str and len(v) <= width and "\n" not in v and "|" not in v
+                else render_cell(v, width)
+                for v in row
+            ]
+        )
+        for row in shown
+    )
     total = total_text if total_text is not None else str(len(rows))
     if len(shown) < len(rows) or (total_text is not None and total_text != str(len(shown))):
         lines.append(f"({len(shown)} of {total} rows shown)")
