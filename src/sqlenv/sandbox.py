@@ -137,9 +137,8 @@ class QueryResult:
         return f"more than {len(self.rows)}" if self.truncated else str(len(self.rows))
 
 
-def _connect_read_only(db_path: Path) -> sqlite3.Connection:
-    if not db_path.is_file():
-        raise FileNotFoundError(f"database file not found: {db_path}")
+def connect_read_only(db_path: Path) -> sqlite3.Connection:
+    """A connection that can only read `db_path` and never writes beside it (ro + immutable)."""
     uri = f"file:{quote(str(db_path.resolve()))}?mode=ro&immutable=1"
     # check_same_thread=False: a server session may be served by different threads over time,
     # but one sandbox is only ever used by one caller at a time.
@@ -422,7 +421,9 @@ class SQLSandbox:
     def __init__(self, db_path: str | Path, limits: SandboxLimits | None = None) -> None:
         self.db_path = Path(db_path)
         self.limits = limits or SandboxLimits()
-        self._conn = _connect_read_only(self.db_path)
+        if not self.db_path.is_file():
+            raise FileNotFoundError(f"database file not found: {self.db_path}")
+        self._conn = connect_read_only(self.db_path)
         # A private connection that runs the guarded built-ins, opened on first use.
         self._builtins: sqlite3.Connection | None = None
         self._builtins_cursor: sqlite3.Cursor | None = None

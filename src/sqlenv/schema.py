@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
 
 from sqlenv.config import SandboxLimits
-from sqlenv.sandbox import render_table
+from sqlenv.sandbox import connect_read_only, render_table
 
 
 def quote_identifier(name: str) -> str:
@@ -107,22 +107,9 @@ class DatabaseCatalog:
         return "\n".join(lines)
 
 
-def _connect(db_path: Path) -> _ClosingConnection:
-    uri = f"file:{quote(str(db_path.resolve()))}?mode=ro&immutable=1"
-    return _ClosingConnection(uri)
-
-
-class _ClosingConnection:
-    """A read-only connection used as a context manager that closes it (sqlite3's does not)."""
-
-    def __init__(self, uri: str) -> None:
-        self.conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self.conn
-
-    def __exit__(self, *_exc: object) -> None:
-        self.conn.close()
+def _connect(db_path: Path) -> closing[sqlite3.Connection]:
+    """A read-only connection that a `with` block closes (sqlite3's own only ends a transaction)."""
+    return closing(connect_read_only(db_path))
 
 
 _CATALOGS: dict[Path, DatabaseCatalog] = {}
