@@ -128,3 +128,17 @@ def demo_server() -> Iterator[RunningServer]:
     server = RunningServer("--dataset", "demo", "--split", "train", "--max-sessions", "128")
     yield server
     server.stop()
+
+
+async def oracle_episode_total(client, dataset, question_id: str) -> float:
+    """Play one oracle episode through a connected SQLEnvClient; return its total reward."""
+    from sqlenv.policies import OraclePolicy
+
+    policy = OraclePolicy(dataset)
+    result = await client.reset(question_id=question_id)
+    policy.reset(result.observation, 0)
+    total = 0.0
+    while not result.done:
+        result = await client.step(policy.act(result.observation))
+        total += result.reward or 0.0
+    return round(total, 6)

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import websockets
 
-from conftest import RunningServer
+from conftest import RunningServer, oracle_episode_total
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.client import SQLEnvClient
 from sqlenv.evaluation import evaluate
@@ -62,17 +62,6 @@ def wait_for_sessions(server: RunningServer, expected: int, within_s: float = 5.
     while (active := active_sessions(server)) != expected and time.monotonic() < deadline:
         time.sleep(0.05)
     return active
-
-
-async def oracle_episode(client: SQLEnvClient, dataset, question_id: str) -> float:
-    policy = OraclePolicy(dataset)
-    result = await client.reset(question_id=question_id)
-    policy.reset(result.observation, 0)
-    total = 0.0
-    while not result.done:
-        result = await client.step(policy.act(result.observation))
-        total += result.reward or 0.0
-    return round(total, 6)
 
 
 async def step_latencies(ws, n: int = PROBE_STEPS) -> list[float]:
@@ -207,7 +196,7 @@ def test_clients_killed_mid_episode_free_their_sessions(
 
     async def scenario() -> list[float]:
         async with SQLEnvClient(base_url=server.url) as bystander:
-            totals = [await oracle_episode(bystander, demo_dataset, questions[0])]
+            totals = [await oracle_episode_total(bystander, demo_dataset, questions[0])]
             clients = [
                 subprocess.Popen(
                     [sys.executable, "-c", KILLED_CLIENT, f"ws://127.0.0.1:{server.port}/ws", str(i % 2)],
@@ -231,7 +220,7 @@ def test_clients_killed_mid_episode_free_their_sessions(
             freed = await asyncio.to_thread(wait_for_sessions, server, 1, 5.0)
             assert freed == 1, f"{freed - 1} sessions of killed clients still open after 5 s"
             for qid in questions[1:]:
-                totals.append(await oracle_episode(bystander, demo_dataset, qid))
+                totals.append(await oracle_episode_total(bystander, demo_dataset, qid))
             return totals
 
     totals = asyncio.run(scenario())
@@ -280,7 +269,7 @@ def test_half_open_sockets_do_not_delay_other_sessions(
             # new connections are still accepted and play, while all of them stall
             async with SQLEnvClient(base_url=server.url) as newcomer:
                 qid = sorted(oracle_totals)[3]
-                assert await oracle_episode(newcomer, demo_dataset, qid) == oracle_totals[qid]
+                assert await oracle_episode_total(newcomer, demo_dataset, qid) == oracle_totals[qid]
             for socks in stalled.values():
                 for sock in socks:
                     abort(sock)
@@ -458,7 +447,7 @@ def test_a_corrupt_or_missing_database_is_named_and_the_rest_is_served(
 
         async def play() -> list[float]:
             async with SQLEnvClient(base_url=served.url) as client:
-                return [await oracle_episode(client, dataset, q["question_id"]) for q in listed]
+                return [await oracle_episode_total(client, dataset, q["question_id"]) for q in listed]
 
         totals = asyncio.run(play())
         assert all(1.0 <= t <= 1.3 for t in totals), totals

@@ -28,7 +28,7 @@ from enum import Enum
 import pytest
 import websockets
 
-from conftest import RunningServer
+from conftest import RunningServer, oracle_episode_total
 from sqlenv import SQLEnvironment
 from sqlenv.client import SQLEnvClient
 from sqlenv.evaluation import evaluate
@@ -508,16 +508,6 @@ async def _fuzz_one_connection(
         await session.close()
 
 
-async def _oracle_episode(client: SQLEnvClient, policy: OraclePolicy, question_id: str) -> float:
-    result = await client.reset(question_id=question_id)
-    policy.reset(result.observation, 0)
-    total = 0.0
-    while not result.done:
-        result = await client.step(policy.act(result.observation))
-        total += result.reward or 0.0
-    return round(total, 6)
-
-
 def test_ten_thousand_hostile_frames_break_nothing_and_leak_nothing(fuzz_server: RunningServer, demo_dataset):
     questions = [r.question_id for r in demo_dataset.split("train")]
     local = evaluate(SQLEnvironment(dataset=demo_dataset, split="train"), OraclePolicy(demo_dataset))
@@ -527,13 +517,12 @@ def test_ten_thousand_hostile_frames_break_nothing_and_leak_nothing(fuzz_server:
     victim_log: list[tuple[str, str, float]] = []  # (phase, question_id, total)
 
     async def scenario() -> None:
-        policy = OraclePolicy(demo_dataset)
         victim_rng = random.Random(FUZZ_SEED)
         async with SQLEnvClient(base_url=fuzz_server.url, message_timeout_s=REPLY_TIMEOUT_S) as victim:
 
             async def play(phase: str) -> None:
                 qid = victim_rng.choice(questions)
-                victim_log.append((phase, qid, await _oracle_episode(victim, policy, qid)))
+                victim_log.append((phase, qid, await oracle_episode_total(victim, demo_dataset, qid)))
 
             for _ in range(3):
                 await play("before")

@@ -9,7 +9,7 @@ import time
 import pytest
 import websockets
 
-from conftest import RunningServer
+from conftest import RunningServer, oracle_episode_total
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.client import RemoteSQLEnvironment, SQLEnvClient
 from sqlenv.evaluation import evaluate
@@ -21,15 +21,8 @@ def ws_url(server: RunningServer) -> str:
 
 
 async def _oracle_episode(server: RunningServer, dataset, question_id: str) -> float:
-    policy = OraclePolicy(dataset)
     async with SQLEnvClient(base_url=server.url) as client:
-        result = await client.reset(question_id=question_id)
-        policy.reset(result.observation, 0)
-        total = 0.0
-        while not result.done:
-            result = await client.step(policy.act(result.observation))
-            total += result.reward or 0.0
-        return round(total, 6)
+        return await oracle_episode_total(client, dataset, question_id)
 
 
 def test_64_concurrent_clients_get_the_in_process_rewards(demo_server: RunningServer, demo_dataset) -> None:
