@@ -71,6 +71,27 @@ def test_an_episode_with_the_real_model(policy: LLMPolicy, demo_dataset) -> None
         assert any("not a valid tool call" in str(m.get("content")) for m in policy._turns)
 
 
+def test_the_prefix_cache_encodes_only_new_tokens_and_changes_no_reply(policy: LLMPolicy, demo_dataset) -> None:
+    """With the cache (the default), each turn runs only the tokens after the shared prefix;
+    the replies are those of re-encoding the whole conversation (greedy)."""
+    env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=3))
+    plain = policy.clone()
+    plain.reuse_prefix_cache = False
+    runs = []
+    for player in (policy.clone(), plain):
+        observation = env.reset(question_id=env.questions[2].question_id)
+        player.reset(observation, seed=0)
+        actions = []
+        while not observation.done:
+            actions.append(player.act(observation))
+            observation = env.step(actions[-1])
+        runs.append((actions, player.encoded_tokens, player.generated_tokens))
+    (cached_actions, cached_encoded, _), (plain_actions, plain_encoded, generated) = runs
+    assert cached_actions == plain_actions
+    assert generated > 0
+    assert cached_encoded < plain_encoded / 2, (cached_encoded, plain_encoded)
+
+
 def test_context_truncation_keeps_the_question_and_the_latest_turns(policy: LLMPolicy, demo_dataset) -> None:
     env = SQLEnvironment(dataset=demo_dataset, split="eval")
     observation = env.reset(question_id=env.questions[1].question_id)

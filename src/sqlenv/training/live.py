@@ -147,6 +147,7 @@ class LiveVisualizationCallback(TrainerCallback):
             figure, axes = plt.subplots(figsize=(8, 4.5), dpi=110)
         for label, (steps, values) in series.items():
             axes.plot(steps, values, marker="o", markersize=3, label=label)
+        axes.xaxis.get_major_locator().set_params(integer=True)
         axes.set_xlabel("optimisation step")
         axes.set_ylabel("mean reward per rollout" if self.phase == "grpo" else "training loss")
         axes.set_title(f"{self.phase.upper()}: {'reward' if self.phase == 'grpo' else 'loss'} by step")
@@ -173,6 +174,7 @@ class LiveVisualizationCallback(TrainerCallback):
         for split in ("train", "eval"):
             axes.plot(steps, [p[split] for p in self.success], marker="o", label=f"{split} questions")
         axes.set_ylim(-0.05, 1.05)
+        axes.xaxis.get_major_locator().set_params(integer=True)
         axes.set_xlabel("optimisation step")
         axes.set_ylabel(f"success on {self.live.eval_questions} questions")
         axes.set_title("Success of the current model: train vs eval")
@@ -192,11 +194,11 @@ class LiveVisualizationCallback(TrainerCallback):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), dpi=110)
-        if self.plot_curves(path, axes=left) is None:
-            left.set_axis_off()
-        if self.plot_success(path, axes=right) is None:
-            right.set_axis_off()
+        panels = [p for p in (self.plot_curves, self.plot_success) if p is not self.plot_success or self.success]
+        panels = [p for p in panels if p is not self.plot_curves or self._curve_series()]
+        figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), dpi=110, squeeze=False)
+        for draw, ax in zip(panels, axes[0], strict=True):
+            draw(path, axes=ax)
         figure.suptitle(f"{self.phase.upper()} run summary")
         figure.tight_layout()
         figure.savefig(path)

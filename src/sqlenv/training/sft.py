@@ -37,6 +37,11 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         sample_rate=section.sample_rate,
         mistake_rate=section.mistake_rate,
     )
+    if counts["examples"] == 0:
+        raise ValueError(
+            f"no SFT trajectory fits sft.max_length={section.max_length} tokens "
+            f"({counts['too_long']} were longer): raise sft.max_length"
+        )
     if console is not None:
         console.print(
             f"SFT data: {counts['examples']} oracle trajectories, {counts['tokens']:,} tokens "

