@@ -71,7 +71,9 @@ def test_an_episode_with_the_real_model(policy: LLMPolicy, demo_dataset) -> None
         assert any("not a valid tool call" in str(m.get("content")) for m in policy._turns)
 
 
-def test_the_prefix_cache_encodes_only_new_tokens_and_changes_no_reply(policy: LLMPolicy, demo_dataset) -> None:
+def test_the_prefix_cache_encodes_only_new_tokens_and_changes_no_reply(
+    policy: LLMPolicy, demo_dataset
+) -> None:
     """With the cache (the default), each turn runs only the tokens after the shared prefix;
     the replies are those of re-encoding the whole conversation (greedy)."""
     env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=3))

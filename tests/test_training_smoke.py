@@ -88,7 +88,9 @@ def test_the_trained_model_is_an_evaluation_policy(smoke_run: Path, spider10) ->
 
 def test_grpo_resumes_from_its_last_checkpoint(smoke_run: Path, spider_dir: Path) -> None:
     assert (smoke_run / "grpo" / "checkpoint-2").is_dir()
-    _train("grpo", smoke_run, spider_dir, "--resume", "--set", "grpo.max_steps=3", "--set", "live.eval_every=0")
+    _train(
+        "grpo", smoke_run, spider_dir, "--resume", "--set", "grpo.max_steps=3", "--set", "live.eval_every=0"
+    )
     history = json.loads((smoke_run / "grpo" / "log_history.json").read_text())
     steps = [e["step"] for e in history if "loss" in e]
     assert steps == [1, 2, 3], steps  # steps 1-2 come from the checkpoint; only step 3 ran again
