@@ -53,11 +53,10 @@ def grpo_rows(
 def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
     import datasets
     from trl import GRPOConfig, GRPOTrainer
-    from trl.trainer.callbacks import RichProgressCallback
 
     from sqlenv.data import load_dataset
     from sqlenv.training.live import LiveVisualizationCallback
-    from sqlenv.training.models import load_trainable, set_threads
+    from sqlenv.training.models import load_trainable, progress_callbacks, set_threads
     from sqlenv.training.trl_env import REWARD_FUNCS, SQLToolEnv
 
     set_threads(config.threads)
@@ -123,7 +122,7 @@ def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) 
         processing_class=tokenizer,
         environment_factory=lambda: SQLToolEnv(dataset, split="train", url=section.env_url),
         peft_config=peft_config,
-        callbacks=[RichProgressCallback(), live],
+        callbacks=[*progress_callbacks(), live],
     )
     trainer.train(resume_from_checkpoint=resume or None)
     final = out / "final"

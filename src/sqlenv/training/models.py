@@ -41,3 +41,12 @@ def set_threads(threads: int | None) -> None:
         import torch
 
         torch.set_num_threads(threads)
+
+
+def progress_callbacks() -> list[Any]:
+    """TRL's rich progress display in a terminal; none inside Jupyter, where a live terminal
+    display does not belong (the notebooks show the plots instead)."""
+    from rich import get_console
+    from trl.trainer.callbacks import RichProgressCallback
+
+    return [] if get_console().is_jupyter else [RichProgressCallback()]

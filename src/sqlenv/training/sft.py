@@ -17,11 +17,10 @@ from sqlenv.training.config import TrainConfig
 
 def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
     from trl import SFTConfig, SFTTrainer
-    from trl.trainer.callbacks import RichProgressCallback
 
     from sqlenv.data import load_dataset
     from sqlenv.training.live import LiveVisualizationCallback
-    from sqlenv.training.models import load_trainable, set_threads
+    from sqlenv.training.models import load_trainable, progress_callbacks, set_threads
     from sqlenv.training.sft_data import sft_dataset
 
     set_threads(config.threads)
@@ -74,7 +73,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         train_dataset=train_data,
         processing_class=tokenizer,
         callbacks=[
-            RichProgressCallback(),
+            *progress_callbacks(),
             # Loss curves only: playing episodes would cost SFT minutes per check on a CPU.
             LiveVisualizationCallback(config, out, tokenizer=tokenizer, phase="sft", play_episodes=False),
         ],
