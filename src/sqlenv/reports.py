@@ -328,6 +328,14 @@ def _episode_html(index: int, episode: EpisodeRecord) -> str:
     )
 
 
+def _code_span(text: str) -> str:
+    """Inline code that survives backticks in the text (a longer fence than any run inside)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def episode_markdown(episode: EpisodeRecord) -> str:
     """One episode as markdown: the question, each action with what came back and its reward,
     and the verdict (training transcripts, docs/results.md)."""
@@ -336,7 +344,9 @@ def episode_markdown(episode: EpisodeRecord) -> str:
         "",
     ]
     for n, step in enumerate(episode.transcript, start=1):
-        lines.append(f"{n}. `{_short(' '.join(step.action.split()), 300)}` → reward {step.reward:+.3f}")
+        lines.append(
+            f"{n}. {_code_span(_short(' '.join(step.action.split()), 300))} → reward {step.reward:+.3f}"
+        )
         shown = f"error: {step.error}" if step.error else step.result
         if shown:
             lines += ["", "   ```", *("   " + line for line in _short(shown, 600).splitlines()), "   ```"]
