@@ -56,7 +56,7 @@ def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) 
 
     from sqlenv.data import load_dataset
     from sqlenv.training.live import LiveVisualizationCallback
-    from sqlenv.training.models import load_trainable, progress_callbacks, set_threads
+    from sqlenv.training.models import has_gpu, load_trainable, progress_callbacks, set_threads
     from sqlenv.training.trl_env import REWARD_FUNCS, SQLToolEnv
 
     set_threads(config.threads)
@@ -93,7 +93,7 @@ def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) 
         reward_weights=[section.reward_weights.get(n, 1.0) for n in names],
         shuffle_dataset=False,  # the curriculum's order
         bf16=section.bf16,
-        use_cpu=not _has_gpu(),
+        use_cpu=not has_gpu(),
         activation_checkpointing=False,
         logging_steps=1,
         save_steps=section.save_steps,
@@ -132,9 +132,3 @@ def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) 
     tokenizer.save_pretrained(str(final))
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1), encoding="utf-8")
     return final
-
-
-def _has_gpu() -> bool:
-    import torch
-
-    return torch.cuda.is_available()

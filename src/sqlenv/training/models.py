@@ -36,6 +36,12 @@ def load_trainable(name: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
+def has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def set_threads(threads: int | None) -> None:
     if threads:
         import torch

@@ -20,7 +20,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
 
     from sqlenv.data import load_dataset
     from sqlenv.training.live import LiveVisualizationCallback
-    from sqlenv.training.models import load_trainable, progress_callbacks, set_threads
+    from sqlenv.training.models import has_gpu, load_trainable, progress_callbacks, set_threads
     from sqlenv.training.sft_data import sft_dataset
 
     set_threads(config.threads)
@@ -59,7 +59,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         assistant_only_loss=False,  # the tokenised rows carry assistant_masks: the loss is on those only
         activation_checkpointing=False,  # TRL turns it on; a 135M model fits without, and runs ~30% faster
         bf16=section.bf16,
-        use_cpu=not _has_gpu(),
+        use_cpu=not has_gpu(),
         logging_steps=1,
         save_steps=section.save_steps,
         save_total_limit=2,
@@ -85,9 +85,3 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1), encoding="utf-8")
     (out / "data_counts.json").write_text(json.dumps(counts), encoding="utf-8")
     return final
-
-
-def _has_gpu() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
