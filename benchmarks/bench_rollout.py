@@ -9,11 +9,14 @@ a time) on the same questions:
    re-encodes the whole conversation): steps/s, tokens generated per second, the share of time
    in `env.step` vs in the model, and the ratio to (1);
 3. batched sampling as GRPO does it (`--group` completions of one prompt at once) vs one at a
-   time: generated tokens/s.
+   time: generated tokens/s;
+4. the same episodes as (2) played by `--parallel` threads whose replies are decoded together
+   (`sqlenv.batched_generation`, what `sqlenv eval --parallel N` does with a language model):
+   steps/s and tokens/s against (2)'s one-at-a-time row.
 
 Run: .venv/bin/python benchmarks/bench_rollout.py --spider-dir ../shared/spider
      [--model smollm2-135m | a trained model directory] [--episodes 4] [--max-new-tokens 64]
-     [--group 4] [--threads N]
+     [--group 4] [--parallel EPISODES] [--threads N]
 """
 
 from __future__ import annotations
@@ -54,19 +57,43 @@ def _spider_dir(given: str | None) -> Path | None:
     return candidate if (candidate / "database").is_dir() else None
 
 
-def _rollouts(dataset: Dataset, split: str, policy: LLMPolicy, episodes: int, seed: int) -> dict[str, float]:
-    env = TimedEnvironment(dataset=dataset, split=split)
-    tokens_before = policy.generated_tokens
-    encoded_before = policy.encoded_tokens
+def _rollouts(
+    dataset: Dataset, split: str, policy: LLMPolicy, episodes: int, seed: int, parallel: int = 1
+) -> dict[str, float]:
+    """Play `episodes` and total the time in env.step and the tokens (over every thread's copy)."""
+    envs: list[TimedEnvironment] = []
+    policies: list[LLMPolicy] = [policy]
+
+    def new_env() -> TimedEnvironment:
+        envs.append(TimedEnvironment(dataset=dataset, split=split))
+        return envs[-1]
+
+    def new_policy() -> LLMPolicy:
+        policies.append(policy.clone())
+        return policies[-1]
+
+    env = new_env()
     start = time.perf_counter()
-    result = evaluate(env, policy, n_episodes=episodes, seed=seed)
+    if parallel > 1:
+        result = evaluate(
+            env,
+            policy,
+            n_episodes=episodes,
+            seed=seed,
+            parallel=parallel,
+            backend="threads",
+            env_factory=new_env,
+            policy_factory=new_policy,
+        )
+    else:
+        result = evaluate(env, policy, n_episodes=episodes, seed=seed)
     wall = time.perf_counter() - start
     return {
         "wall": wall,
-        "steps": env.steps,
-        "env_s": env.step_seconds,
-        "tokens": policy.generated_tokens - tokens_before,
-        "encoded": policy.encoded_tokens - encoded_before,
+        "steps": sum(e.steps for e in envs),
+        "env_s": sum(e.step_seconds for e in envs),  # summed over threads: a share of thread time
+        "tokens": sum(p.generated_tokens for p in policies),
+        "encoded": sum(p.encoded_tokens for p in policies),
         "success": result.success_rate,
     }
 
@@ -110,6 +137,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--group", type=int, default=4, help="completions per prompt in section 3")
+    parser.add_argument(
+        "--parallel", type=int, default=None, help="threads in section 4 (default: --episodes)"
+    )
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -160,6 +190,21 @@ def main() -> None:
     grouped = _batched_tokens_per_s(policy, dataset, args.split, args.group, args.max_new_tokens)
     print(f"one at a time:        {single:7.1f} tokens/s  (baseline)")
     print(f"group of {args.group} at once:  {grouped:7.1f} tokens/s  ({grouped / single:.2f}x)")
+
+    parallel = args.parallel or args.episodes
+    print(f"\n4. the episodes of (2) on {parallel} threads, replies decoded in one batch")
+    policy = LLMPolicy(args.model, max_new_tokens=args.max_new_tokens)
+    _ = policy.loaded
+    r = _rollouts(dataset, args.split, policy, args.episodes, args.seed, parallel=parallel)
+    steps_per_s = r["steps"] / r["wall"]
+    serial_steps_per_s = cached["steps"] / cached["wall"]
+    print(header)
+    print(
+        f"{'batched, ' + str(parallel) + ' threads':26} {steps_per_s:8.3f} {r['tokens'] / r['wall']:9.1f} "
+        f"{r['encoded']:9,d} {r['env_s'] / (r['wall'] * parallel):10.2%} "
+        f"{steps_per_s / env_steps_per_s:10.2e} {r['success']:8.2f}"
+    )
+    print(f"batched: {steps_per_s / serial_steps_per_s:.2f}x the steps/s of one episode at a time (2)")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ token budget; when the conversation outgrows the context budget, the oldest turn
 never the system message, the examples' question or the question itself. The key/value cache
 of the previous call is kept and cut to the prefix the next prompt shares with it, so each turn
 encodes only its new tokens (on a CPU, re-encoding the whole conversation every turn costs more
-than generating the reply).
+than generating the reply). Clones (what `--parallel N` threads play with) share the model and a
+`GenerationBatcher`, so the replies they wait for at the same time are decoded in one batch
+(`sqlenv.batched_generation`).
 
 SmolLM2's vocabulary has `<|im_start|>`/`<|im_end|>`: its chat template is replaced by TRL's
 Qwen2.5 template and TRL's response schema is added, which makes tool calls render and parse as
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlenv.batched_generation import DEFAULT_MAX_BATCH, GenerationBatcher, GenerationRequest
 from sqlenv.data import Dataset, QuestionRecord
 from sqlenv.data.cache import cache_dir
 from sqlenv.models import SQLAction, SQLObservation
@@ -133,6 +136,14 @@ def load_chat_model(name: str) -> LoadedModel:
             tokenizer = add_response_schema(tokenizer)
         _MODELS[name] = LoadedModel(tokenizer, model)
         return _MODELS[name]
+
+
+def _stop_ids(loaded: LoadedModel) -> set[int]:
+    """The token ids that end a reply: the model's generation config's, else the tokenizer's EOS."""
+    configured = getattr(getattr(loaded.model, "generation_config", None), "eos_token_id", None)
+    if configured is None:
+        configured = loaded.tokenizer.eos_token_id
+    return set(configured) if isinstance(configured, list) else {int(configured)}
 
 
 def _truncate(text: str, limit: int = _TOOL_RESULT_CHARS) -> str:
@@ -263,9 +274,15 @@ class LLMPolicy(ChatToolPolicy):
         greedy: bool = True,
         temperature: float = 0.7,
         reuse_prefix_cache: bool = True,
+        max_batch: int = DEFAULT_MAX_BATCH,
     ) -> None:
         super().__init__(shots=shots, example_dataset=example_dataset)
         self.reuse_prefix_cache = reuse_prefix_cache
+        self.max_batch = max_batch
+        # Clones played by parallel threads share one batcher; the policy they were cloned from
+        # keeps generating on its own (see clone()).
+        self._batcher: GenerationBatcher | None = None
+        self._batcher_for_clones: GenerationBatcher | None = None
         self.generated_tokens = 0  # over the policy's life (benchmarks read it)
         self.encoded_tokens = 0  # prompt tokens run through the model (the cached prefix is not)
         self._cache: Any = None
@@ -279,7 +296,9 @@ class LLMPolicy(ChatToolPolicy):
         self._loaded: LoadedModel | None = None
 
     def clone(self) -> LLMPolicy:
-        """A policy with the same settings and its own conversation (the model is shared)."""
+        """A policy with the same settings and its own conversation. The model is shared, and so
+        is a `GenerationBatcher` (when max_batch > 1): clones waiting for a reply at the same
+        time, as parallel evaluation threads do, are decoded in one batch."""
         twin = LLMPolicy(
             self.model_name,
             shots=self.shots,
@@ -289,8 +308,15 @@ class LLMPolicy(ChatToolPolicy):
             greedy=self.greedy,
             temperature=self.temperature,
             reuse_prefix_cache=self.reuse_prefix_cache,
+            max_batch=self.max_batch,
         )
-        twin._loaded, twin._examples = self._loaded, self._examples
+        twin._loaded, twin._examples = self.loaded, self._examples
+        if self.max_batch > 1:
+            if self._batcher_for_clones is None:
+                self._batcher_for_clones = GenerationBatcher(
+                    self.loaded.model, _stop_ids(self.loaded), max_batch=self.max_batch
+                )
+            twin._batcher = self._batcher_for_clones
         return twin
 
     @classmethod
@@ -334,6 +360,8 @@ class LLMPolicy(ChatToolPolicy):
         loaded = self.loaded
         inputs = self._prompt_ids()
         prompt = inputs["input_ids"]
+        if self._batcher is not None:
+            return self._generate_batched(prompt[0])
         options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": not self.greedy}
         if not self.greedy:
             torch.manual_seed(self._seed + len(self._turns))
@@ -357,6 +385,25 @@ class LLMPolicy(ChatToolPolicy):
             self._cache = output.past_key_values
             self._cached_ids = sequence[: self._cache.get_seq_length()].tolist()
         return loaded.tokenizer.decode(sequence[prompt.shape[1] :], skip_special_tokens=False)
+
+    def _generate_batched(self, prompt: Any) -> str:
+        cache = self._reusable_cache(prompt) if self.reuse_prefix_cache else None
+        assert self._batcher is not None
+        result = self._batcher.generate(
+            GenerationRequest(
+                prompt_ids=prompt.tolist(),
+                cache=cache,
+                max_new_tokens=self.max_new_tokens,
+                greedy=self.greedy,
+                temperature=self.temperature,
+                seed=self._seed + len(self._turns),
+            )
+        )
+        self.generated_tokens += len(result.new_ids)
+        self.encoded_tokens += result.encoded_tokens
+        if self.reuse_prefix_cache:
+            self._cache, self._cached_ids = result.cache, result.cached_ids
+        return self.loaded.tokenizer.decode(result.new_ids, skip_special_tokens=False)
 
     def _reusable_cache(self, prompt: Any) -> Any:
         """The previous call's key/value cache cut to the prefix it shares with `prompt`, or None.

