@@ -105,10 +105,26 @@ def test_context_truncation_keeps_the_question_and_the_latest_turns(policy: LLMP
         "tool_calls": [{"type": "function", "function": {"name": "query", "arguments": {"sql": "SELECT 1"}}}],
     }
     policy._turns = [call, filler] * 6
+    before = policy.max_context_tokens
+    policy.max_context_tokens = 2_400  # room for a few exchanges after the 1-shot head
+    try:
+        _check_truncation(policy, call)
+    finally:
+        policy.max_context_tokens = before
+
+
+def _check_truncation(policy: LLMPolicy, call: dict) -> None:
     ids = policy._prompt_ids()
-    assert ids["input_ids"].shape[1] + policy.max_new_tokens <= policy.max_context_tokens
     assert 2 <= len(policy._turns) < 12
     assert policy._head[-1]["content"].startswith("Question: ")
+    # Cut with a quarter of the context to spare, so the next turn appends to the same prefix.
+    room = policy.max_context_tokens - policy.max_new_tokens - ids["input_ids"].shape[1]
+    assert room >= policy.max_context_tokens // 4
+    kept = list(policy._turns)
+    policy._turns.append(call)
+    policy._turns.append({"role": "tool", "name": "query", "content": "x " * 30})
+    policy._prompt_ids()
+    assert policy._turns[: len(kept)] == kept  # nothing dropped: the cached prefix still holds
 
 
 @pytest.fixture(scope="module")

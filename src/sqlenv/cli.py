@@ -180,7 +180,7 @@ def _run_policies(
                         on_episode=lambda _e, t=task: progress.advance(t),
                         parallel=parallel,
                         backend=chosen,
-                        policy_factory=_worker_policies(pol, name, data, seed, chosen),
+                        policy_factory=_worker_policies(pol, name, data, seed, chosen, parallel),
                         env_factory=env_factory,
                         ray_address=ray_address,
                     )
@@ -194,15 +194,17 @@ def _run_policies(
 
 
 def _worker_policies(
-    policy: Policy, name: str, data: Dataset, seed: int, backend: str
+    policy: Policy, name: str, data: Dataset, seed: int, backend: str, parallel: int
 ) -> Callable[[], Policy]:
     """How parallel workers get their own policy: Ray workers build one by name (picklable);
-    threads clone the main one when it can (an LLM policy can then share its weights), else build
-    one by name."""
+    threads clone the main one when it can (an LLM policy's clones then share its weights and
+    decode in batches of up to `parallel`), else build one by name."""
     from sqlenv.policies import PolicyFactory
 
     clone = getattr(policy, "clone", None)
     if backend == "threads" and callable(clone):
+        if hasattr(policy, "max_batch"):  # an LLM policy: every waiting thread's reply in one batch
+            policy.max_batch = parallel
         return clone
     return PolicyFactory(name, data, seed)
 

@@ -11,8 +11,9 @@ question and the table names. Each reply must be exactly one tool call in the mo
 template (the tool schema is `sqlenv.tools.TOOLS`, shared with training). A reply that does not
 parse as a tool call is a format error: the step is spent (the environment receives an invalid
 action) and the model is told what went wrong. Generation is greedy by default, with a per-turn
-token budget; when the conversation outgrows the context budget, the oldest turns are dropped,
-never the system message, the examples' question or the question itself. The key/value cache
+token budget; when the conversation outgrows the context budget, the oldest turns are dropped
+(with a quarter of the context to spare, see `_prompt_ids`), never the system message, the
+examples or the question itself. The key/value cache
 of the previous call is kept and cut to the prefix the next prompt shares with it, so each turn
 encodes only its new tokens (on a CPU, re-encoding the whole conversation every turn costs more
 than generating the reply). Clones (what `--parallel N` threads play with) share the model and a
@@ -341,7 +342,14 @@ class LLMPolicy(ChatToolPolicy):
     # ---- model -------------------------------------------------------------------------------
 
     def _prompt_ids(self) -> Any:
+        """The prompt, cut to fit the context budget with room for the reply.
+
+        Once it is too long, the oldest exchanges are dropped until a quarter of the context is
+        free as well: dropping shifts every later token, so the cached prefix ends at the cut and
+        the rest is encoded again. Cutting with room to spare keeps the next turns appending to
+        a cached prefix instead of paying that at every turn."""
         tok = self.loaded.tokenizer
+        limit = self.max_context_tokens - self.max_new_tokens
         while True:
             ids = tok.apply_chat_template(
                 [*self._head, *self._turns],
@@ -350,9 +358,9 @@ class LLMPolicy(ChatToolPolicy):
                 return_tensors="pt",
                 return_dict=True,
             )
-            too_long = ids["input_ids"].shape[1] + self.max_new_tokens > self.max_context_tokens
-            if not too_long or not self._drop_oldest_exchange():
+            if ids["input_ids"].shape[1] <= limit or not self._drop_oldest_exchange():
                 return ids
+            limit = self.max_context_tokens - self.max_new_tokens - self.max_context_tokens // 4
 
     def _generate(self) -> str:
         import torch
