@@ -84,6 +84,14 @@ RayAddressOption = Annotated[
         "--ray-address", help="Ray cluster to join (default: start a local 2-CPU one and stop it after)"
     ),
 ]
+JournalOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--journal",
+        help="record each finished episode in DIR/<policy>.jsonl; the same command run again "
+        "continues where it stopped",
+    ),
+]
 UrlOption = Annotated[
     str | None,
     typer.Option(help="play against a running `sqlenv serve` at this URL instead of in-process"),
@@ -110,6 +118,7 @@ def _run_policies(
     parallel: int,
     backend: BackendChoice | None,
     ray_address: str | None,
+    journal: Path | None = None,
 ) -> list[EvaluationResult]:
     """Evaluate each named policy on the same questions with the same seeds (one progress bar each)."""
     from contextlib import nullcontext
@@ -124,6 +133,7 @@ def _run_policies(
         resolve_backend,
     )
     from sqlenv.policies import make_policy
+    from sqlenv.reports import slug
 
     try:
         chosen = resolve_backend(parallel, backend.value if backend else None)
@@ -172,18 +182,22 @@ def _run_policies(
                     transient=True,
                 ) as progress:
                     task = progress.add_task(f"{name} on {where} ({chosen})", total=total)
-                    result = evaluate(
-                        env,
-                        pol,
-                        episodes,
-                        seed,
-                        on_episode=lambda _e, t=task: progress.advance(t),
-                        parallel=parallel,
-                        backend=chosen,
-                        policy_factory=_worker_policies(pol, name, data, seed, chosen, parallel),
-                        env_factory=env_factory,
-                        ray_address=ray_address,
-                    )
+                    try:
+                        result = evaluate(
+                            env,
+                            pol,
+                            episodes,
+                            seed,
+                            on_episode=lambda _e, t=task: progress.advance(t),
+                            parallel=parallel,
+                            backend=chosen,
+                            policy_factory=_worker_policies(pol, name, data, seed, chosen, parallel),
+                            env_factory=env_factory,
+                            ray_address=ray_address,
+                            journal=journal / f"{slug(name)}.jsonl" if journal is not None else None,
+                        )
+                    except ValueError as exc:  # a journal of another run
+                        _fail(str(exc))
                 result.policy = name
                 results.append(result)
     except ConnectionError as exc:
@@ -268,11 +282,12 @@ def eval_command(
     parallel: ParallelOption = 1,
     backend: BackendOption = None,
     ray_address: RayAddressOption = None,
+    journal: JournalOption = None,
 ) -> None:
     """Evaluate policies on a dataset split and print a table of results."""
     names = _policy_names(policy)
     results = _run_policies(
-        names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address
+        names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address, journal
     )
     console.print(
         _results_table(
@@ -312,13 +327,14 @@ def compare_command(
     parallel: ParallelOption = 1,
     backend: BackendOption = None,
     ray_address: RayAddressOption = None,
+    journal: JournalOption = None,
 ) -> None:
     """Play several policies on the same questions with the same seeds and compare them."""
     names = _policy_names(policies)
     if reports and out is None:
         _fail("--reports needs --out DIR")
     results = _run_policies(
-        names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address
+        names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address, journal
     )
     console.print(
         _results_table(

@@ -13,6 +13,8 @@ seeds the policy, so a run is reproducible episode by episode — on every backe
   picklable factories; `ray_address=None` starts (and afterwards stops) a small local cluster.
 
 Results are sorted back into question order, so the backends give identical episode records.
+With `journal=`, every finished episode is appended to a file and a stopped run continues where it
+stopped (`sqlenv.journal`).
 Each `EpisodeRecord` keeps a short transcript (every action, an excerpt of its result or error,
 its reward, and the final verdict) for reports.
 """
@@ -27,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from sqlenv.data import Dataset, QuestionRecord
@@ -292,21 +295,21 @@ def _close(env: object) -> None:
 # ---- backends ---------------------------------------------------------------------------------
 
 Job = tuple[int, str, int]  # (index, question_id, episode seed)
+DoneCallback = Callable[[int, EpisodeRecord], None]  # (job index, its finished episode)
 
 
 def _run_serial(
     env: EpisodeEnvironment,
     policy: Policy,
     jobs: Sequence[Job],
-    on_episode: Callable[[EpisodeRecord], None] | None,
+    on_done: DoneCallback,
     record_transcripts: bool,
 ) -> list[EpisodeRecord]:
     episodes = []
-    for _, qid, s in jobs:
+    for i, qid, s in jobs:
         episode = run_episode(env, policy, qid, s, record_transcript=record_transcripts)
         episodes.append(episode)
-        if on_episode is not None:
-            on_episode(episode)
+        on_done(i, episode)
     return episodes
 
 
@@ -315,7 +318,7 @@ def _run_threads(
     policy_factory: PolicyFactory,
     jobs: Sequence[Job],
     workers: int,
-    on_episode: Callable[[EpisodeRecord], None] | None,
+    on_done: DoneCallback,
     record_transcripts: bool,
 ) -> list[EpisodeRecord]:
     """Each worker thread lazily builds its own environment and policy and keeps them."""
@@ -338,8 +341,7 @@ def _run_threads(
         for future in as_completed(futures):
             episode = future.result()  # re-raises the first failure; the rest are cancelled below
             results[futures[future]] = episode
-            if on_episode is not None:
-                on_episode(episode)  # on the calling thread, in completion order
+            on_done(futures[future], episode)  # on the calling thread, in completion order
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         for env in created:
@@ -423,7 +425,7 @@ def _run_ray(
     jobs: Sequence[Job],
     workers: int,
     ray_address: str | None,
-    on_episode: Callable[[EpisodeRecord], None] | None,
+    on_done: DoneCallback,
     record_transcripts: bool,
 ) -> list[EpisodeRecord]:
     """Episodes in chunks (about 4 per worker, for load balance and a moving progress bar)."""
@@ -443,8 +445,7 @@ def _run_ray(
                 ready, pending = ray.wait(pending, num_returns=1)
                 for i, episode in ray.get(ready[0]):
                     results[i] = episode
-                    if on_episode is not None:
-                        on_episode(episode)
+                    on_done(i, episode)
         finally:
             for ref in pending:
                 ray.cancel(ref)
@@ -488,6 +489,7 @@ def evaluate(
     env_factory: EnvironmentFactory | None = None,
     ray_address: str | None = None,
     record_transcripts: bool = True,
+    journal: str | Path | None = None,
 ) -> EvaluationResult:
     """Play episodes of `policy` in `env`; every question of the split once unless n_episodes.
 
@@ -496,23 +498,49 @@ def evaluate(
     (`policy_factory`, default: `policy.clone`); for Ray both must be picklable. `on_episode` is
     called on the calling thread as each episode finishes (in completion order); the result lists
     episodes in question order whatever the backend.
+
+    `journal` (a JSON-lines file, `sqlenv.journal`) records each episode as it finishes; given the
+    journal of an unfinished run with the same policy name, dataset, split, seed and episodes, the
+    run continues: the recorded episodes are loaded (and passed to `on_episode` first), only the
+    others are played. `wall_time_s` is then this call's time.
     """
     chosen = resolve_backend(parallel, backend)
-    jobs = episode_plan(env.questions, n_episodes, seed)
+    plan = episode_plan(env.questions, n_episodes, seed)
+    name = getattr(policy, "name", type(policy).__name__)
+    done: dict[int, EpisodeRecord] = {}
+    opened = None
+    if journal is not None:
+        from sqlenv.journal import EpisodeJournal
+
+        opened = EpisodeJournal(
+            journal, policy=name, dataset=env.dataset.name, split=env.split, seed=seed, jobs=plan
+        )
+        done = dict(opened.done)
+    if on_episode is not None:
+        for index in sorted(done):
+            on_episode(done[index])
+
+    def on_done(index: int, episode: EpisodeRecord) -> None:
+        done[index] = episode
+        if opened is not None:
+            opened.record(index, episode)
+        if on_episode is not None:
+            on_episode(episode)
+
+    jobs = [job for job in plan if job[0] not in done]
     started = time.perf_counter()
-    if chosen == "serial":
-        episodes = _run_serial(env, policy, jobs, on_episode, record_transcripts)
-    else:
+    if jobs and chosen == "serial":
+        _run_serial(env, policy, jobs, on_done, record_transcripts)
+    elif jobs:
         make_env = env_factory or environment_factory_for(env)
         make_policy = policy_factory or _policy_factory_for(policy)
         if chosen == "threads":
-            episodes = _run_threads(make_env, make_policy, jobs, parallel, on_episode, record_transcripts)
+            _run_threads(make_env, make_policy, jobs, parallel, on_done, record_transcripts)
         else:
-            episodes = _run_ray(
-                make_env, make_policy, jobs, parallel, ray_address, on_episode, record_transcripts
-            )
+            _run_ray(make_env, make_policy, jobs, parallel, ray_address, on_done, record_transcripts)
+    episodes = [done[i] for i, _, _ in plan]
     return summarise(
-        getattr(policy, "name", type(policy).__name__),
+        name,
         env.dataset.name,
         env.split,
         episodes,

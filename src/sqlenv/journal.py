@@ -1,0 +1,102 @@
+"""Episode journals: an evaluation that can stop and continue where it stopped.
+
+A language-model evaluation of a few hundred questions can take hours on a CPU. With a journal,
+`evaluate()` appends every finished episode to a JSON-lines file as it finishes; run again with the
+same journal, it loads those episodes and plays only the missing ones. Episode i always plays
+question i of the run's plan with a seed derived from (seed, i), so the continued run's episodes
+are the ones an uninterrupted run would have played.
+
+The first line is a header naming the run (policy, dataset, split, seed and a digest of the
+episode plan); a journal from a different run is refused rather than mixed in. A last line cut
+short by a crash is ignored (that episode is played again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from sqlenv.evaluation import EpisodeRecord, Job, StepRecord
+
+JOURNAL_FORMAT = "sqlenv-episode-journal/1"
+
+
+def _plan_digest(jobs: Sequence[Job]) -> str:
+    text = "\n".join(f"{i}\t{qid}\t{seed}" for i, qid, seed in jobs)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _episode(data: dict[str, Any]) -> EpisodeRecord:
+    fields = dict(data)
+    fields["transcript"] = [StepRecord(**step) for step in fields.get("transcript", [])]
+    return EpisodeRecord(**fields)
+
+
+class EpisodeJournal:
+    """A JSON-lines file of the finished episodes of one evaluation run (module docstring)."""
+
+    def __init__(
+        self, path: str | Path, *, policy: str, dataset: str, split: str, seed: int, jobs: Sequence[Job]
+    ):
+        self.path = Path(path)
+        self.header = {
+            "format": JOURNAL_FORMAT,
+            "policy": policy,
+            "dataset": dataset,
+            "split": split,
+            "seed": seed,
+            "episodes": len(jobs),
+            "plan": _plan_digest(jobs),
+        }
+        self._lock = threading.Lock()
+        self.done: dict[int, EpisodeRecord] = {}
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._load()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps(self.header) + "\n", encoding="utf-8")
+
+    def _load(self) -> None:
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        try:
+            header = json.loads(lines[0])
+        except (json.JSONDecodeError, IndexError):
+            raise ValueError(f"{self.path} is not an episode journal (no header line)") from None
+        if not isinstance(header, dict) or header.get("format") != JOURNAL_FORMAT:
+            raise ValueError(f"{self.path} is not an episode journal ({JOURNAL_FORMAT})")
+        differences = [
+            f"{key} {header.get(key)!r} (this run: {value!r})"
+            for key, value in self.header.items()
+            if header.get(key) != value
+        ]
+        if differences:
+            raise ValueError(
+                f"{self.path} is the journal of another run: "
+                + "; ".join(differences)
+                + ". Use another journal file, or delete this one to start over."
+            )
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                entry = json.loads(line)
+                self.done[int(entry["index"])] = _episode(entry["episode"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                if number == len(lines):  # the last line, cut short when the run was stopped
+                    self._rewrite_without_last_line(lines)
+                    break
+                raise ValueError(f"{self.path} line {number} is not a journal entry") from None
+
+    def _rewrite_without_last_line(self, lines: list[str]) -> None:
+        self.path.write_text("".join(line + "\n" for line in lines[:-1]), encoding="utf-8")
+
+    def record(self, index: int, episode: EpisodeRecord) -> None:
+        """Append one finished episode (flushed at once, so a stop loses only unfinished ones)."""
+        line = json.dumps({"index": index, "episode": asdict(episode)}, ensure_ascii=False)
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+        self.done[index] = episode

@@ -1,0 +1,130 @@
+"""Episode journals: a stopped evaluation continues where it stopped and ends as an uninterrupted
+run would have; a journal of another run is refused and left as it was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sqlenv import SQLEnvironment
+from sqlenv.cli import app
+from sqlenv.evaluation import evaluate
+from sqlenv.policies import RandomPolicy
+
+
+class Stop(Exception):
+    pass
+
+
+def _stop_after(count: int):
+    seen: list[str] = []
+
+    def on_episode(episode) -> None:
+        seen.append(episode.question_id)
+        if len(seen) == count:
+            raise Stop
+
+    return on_episode
+
+
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_a_stopped_run_continues_and_ends_like_an_uninterrupted_one(
+    demo_dataset, tmp_path: Path, parallel: int
+) -> None:
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    whole = evaluate(env, RandomPolicy(seed=1), 12, seed=4, parallel=parallel)
+    journal = tmp_path / "random.jsonl"
+
+    def run(on_episode):
+        return evaluate(
+            env, RandomPolicy(seed=1), 12, seed=4, parallel=parallel, journal=journal, on_episode=on_episode
+        )
+
+    with pytest.raises(Stop):
+        run(_stop_after(5))
+    recorded = journal.read_text().splitlines()
+    assert 5 <= len(recorded) - 1 < 12  # the header, then what finished before the stop
+
+    played: list[str] = []
+    resumed = run(lambda e: played.append(e.question_id))
+    assert len(played) == 12  # the journal's episodes are reported too, then the rest
+    assert [e.__dict__ for e in resumed.episodes] == [e.__dict__ for e in whole.episodes]
+    assert (resumed.success_rate, resumed.avg_reward) == (whole.success_rate, whole.avg_reward)
+    assert len(journal.read_text().splitlines()) == 13
+
+    again: list[str] = []  # a finished journal: nothing left to play
+    evaluate(
+        env,
+        RandomPolicy(seed=1),
+        12,
+        seed=4,
+        journal=journal,
+        on_episode=lambda e: again.append(e.question_id),
+    )
+    assert len(again) == 12 and len(journal.read_text().splitlines()) == 13
+
+
+def test_a_journal_of_another_run_is_refused_and_left_unchanged(demo_dataset, tmp_path: Path) -> None:
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    journal = tmp_path / "j.jsonl"
+    evaluate(env, RandomPolicy(seed=1), 4, seed=4, journal=journal)
+    before = journal.read_bytes()
+    with pytest.raises(ValueError, match=r"journal of another run: seed 4 \(this run: 5\)"):
+        evaluate(env, RandomPolicy(seed=1), 4, seed=5, journal=journal)
+    with pytest.raises(ValueError, match=r"episodes 4 \(this run: 6\)"):
+        evaluate(env, RandomPolicy(seed=1), 6, seed=4, journal=journal)
+    assert journal.read_bytes() == before
+    other = tmp_path / "other.txt"
+    other.write_text("hello\n")
+    with pytest.raises(ValueError, match="not an episode journal"):
+        evaluate(env, RandomPolicy(seed=1), 4, seed=4, journal=other)
+    assert other.read_text() == "hello\n"
+
+
+def test_a_last_line_cut_short_is_played_again(demo_dataset, tmp_path: Path) -> None:
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    journal = tmp_path / "j.jsonl"
+    whole = evaluate(env, RandomPolicy(seed=2), 5, seed=1, journal=journal)
+    lines = journal.read_text().splitlines()
+    journal.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])  # a crash mid-write
+    played: list[str] = []
+    resumed = evaluate(
+        env,
+        RandomPolicy(seed=2),
+        5,
+        seed=1,
+        journal=journal,
+        on_episode=lambda e: played.append(e.question_id),
+    )
+    assert [e.__dict__ for e in resumed.episodes] == [e.__dict__ for e in whole.episodes]
+    assert all(json.loads(line) for line in journal.read_text().splitlines())
+    assert len(journal.read_text().splitlines()) == 6
+
+
+def test_cli_eval_journal_continues_the_same_command(tmp_path: Path) -> None:
+    runner = CliRunner()
+    command = [
+        "eval",
+        "--policy",
+        "random,oracle",
+        "--dataset",
+        "demo",
+        "--episodes",
+        "6",
+        "--journal",
+        str(tmp_path / "j"),
+        "--json",
+        str(tmp_path / "out.json"),
+    ]
+    first = runner.invoke(app, command)
+    assert first.exit_code == 0, first.output
+    assert sorted(p.name for p in (tmp_path / "j").iterdir()) == ["oracle.jsonl", "random.jsonl"]
+    second = runner.invoke(app, command)
+    assert second.exit_code == 0, second.output
+    assert json.loads((tmp_path / "out.json").read_text())["oracle"]["success_rate"] == 1.0
+    other_seed = runner.invoke(app, [*command, "--seed", "3"])
+    assert other_seed.exit_code != 0
+    assert "journal of another run" in other_seed.output
