@@ -79,7 +79,8 @@ def test_a_cache_longer_than_its_prompt_is_refused(loaded) -> None:
 
 
 def test_the_batcher_decodes_waiting_threads_together_and_reports_errors_to_each(loaded) -> None:
-    batcher = GenerationBatcher(loaded.model, STOP, max_batch=8, gather_s=0.5)
+    # A wide gathering window: the threads start one after another, slowly on a loaded machine.
+    batcher = GenerationBatcher(loaded.model, STOP, max_batch=8, gather_s=3.0)
     prompts = [_prompt(loaded, q) for q in QUESTIONS]
     outputs: dict[int, list[int]] = {}
 
@@ -104,7 +105,8 @@ def test_parallel_llm_evaluation_is_batched_and_plays_the_serial_episodes(demo_d
     env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=3))
     options = {"shots": 1, "example_dataset": demo_dataset, "max_new_tokens": 40}
     serial = evaluate(env, LLMPolicy(**options), 3, seed=5)
-    policy = LLMPolicy(**options)
+    # A wide gathering window: the worker threads start one after another, slowly on a loaded machine.
+    policy = LLMPolicy(**options, batch_gather_s=3.0)
     parallel = evaluate(env, policy, 3, seed=5, parallel=3, backend="threads")
     batcher = policy._batcher_for_clones
     assert batcher is not None and batcher.batched_requests > batcher.batches  # replies shared batches

@@ -26,9 +26,9 @@ from typing import Any
 
 DEFAULT_MAX_BATCH = 16
 # How long a batch waits for more requests after the latest one arrived. Worker threads come
-# back within milliseconds of a batch (parse, environment step, chat template); a batch decodes
-# for seconds.
-DEFAULT_GATHER_S = 0.05
+# back within milliseconds of a batch (parse, environment step, chat template), later on a loaded
+# machine; a batch decodes for seconds, so waiting a little longer costs little.
+DEFAULT_GATHER_S = 0.2
 
 
 @dataclass

@@ -37,7 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlenv.batched_generation import DEFAULT_MAX_BATCH, GenerationBatcher, GenerationRequest
+from sqlenv.batched_generation import (
+    DEFAULT_GATHER_S,
+    DEFAULT_MAX_BATCH,
+    GenerationBatcher,
+    GenerationRequest,
+)
 from sqlenv.data import Dataset, QuestionRecord
 from sqlenv.data.cache import cache_dir
 from sqlenv.models import SQLAction, SQLObservation
@@ -276,14 +281,17 @@ class LLMPolicy(ChatToolPolicy):
         temperature: float = 0.7,
         reuse_prefix_cache: bool = True,
         max_batch: int = DEFAULT_MAX_BATCH,
+        batch_gather_s: float = DEFAULT_GATHER_S,
     ) -> None:
         super().__init__(shots=shots, example_dataset=example_dataset)
         self.reuse_prefix_cache = reuse_prefix_cache
         self.max_batch = max_batch
+        self.batch_gather_s = batch_gather_s  # how long a batch waits for more replies to join
         # Clones played by parallel threads share one batcher; the policy they were cloned from
         # keeps generating on its own (see clone()).
         self._batcher: GenerationBatcher | None = None
         self._batcher_for_clones: GenerationBatcher | None = None
+        self._clone_lock = threading.Lock()  # worker threads clone at the same moment
         self.generated_tokens = 0  # over the policy's life (benchmarks read it)
         self.encoded_tokens = 0  # prompt tokens run through the model (the cached prefix is not)
         self._cache: Any = None
@@ -310,14 +318,19 @@ class LLMPolicy(ChatToolPolicy):
             temperature=self.temperature,
             reuse_prefix_cache=self.reuse_prefix_cache,
             max_batch=self.max_batch,
+            batch_gather_s=self.batch_gather_s,
         )
         twin._loaded, twin._examples = self.loaded, self._examples
         if self.max_batch > 1:
-            if self._batcher_for_clones is None:
-                self._batcher_for_clones = GenerationBatcher(
-                    self.loaded.model, _stop_ids(self.loaded), max_batch=self.max_batch
-                )
-            twin._batcher = self._batcher_for_clones
+            with self._clone_lock:  # one batcher for all clones, however many threads ask at once
+                if self._batcher_for_clones is None:
+                    self._batcher_for_clones = GenerationBatcher(
+                        self.loaded.model,
+                        _stop_ids(self.loaded),
+                        max_batch=self.max_batch,
+                        gather_s=self.batch_gather_s,
+                    )
+                twin._batcher = self._batcher_for_clones
         return twin
 
     @classmethod
