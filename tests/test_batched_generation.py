@@ -112,3 +112,17 @@ def test_parallel_llm_evaluation_is_batched_and_plays_the_serial_episodes(demo_d
     assert batcher is not None and batcher.batched_requests > batcher.batches  # replies shared batches
     assert [e.actions for e in parallel.episodes] == [e.actions for e in serial.episodes]
     assert [e.total_reward for e in parallel.episodes] == [e.total_reward for e in serial.episodes]
+
+
+def test_cli_worker_clones_batch_as_many_replies_as_threads_and_leave_the_policy_unchanged(
+    demo_dataset,
+) -> None:
+    from sqlenv.cli import _worker_policies
+
+    policy = LLMPolicy(max_batch=2)
+    make_worker_policy = _worker_policies(policy, "smollm2-135m", demo_dataset, 0, "threads", 5)
+    first, second = make_worker_policy(), make_worker_policy()
+    assert policy.max_batch == 2  # the caller's policy keeps its own setting
+    assert first.max_batch == second.max_batch == 5
+    assert first._batcher is second._batcher is policy._batcher_for_clones
+    assert first._batcher is not None and first._batcher.max_batch == 5

@@ -19,6 +19,7 @@ sequence, seeded by the policy, so it does not depend on the other rows.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -136,16 +137,17 @@ def decode_batch(model: Any, requests: list[GenerationRequest], stop_ids: set[in
         # the whole decode is written in place; a dynamic one would be copied at every token.
         capacity = width + max(requests[i].max_new_tokens for i in rows)
         layers = len(caches[rows[0]].layers)
+
+        def left_padded(layer: int, part: str) -> Any:  # part: "keys" or "values"
+            rows_of_layer = [getattr(caches[i].layers[layer], part) for i in rows]
+            return torch.cat(
+                [F.pad(t, (0, 0, width - lengths[i], 0)) for t, i in zip(rows_of_layer, rows, strict=True)]
+            )
+
         batched = _static_cache(
             model,
-            [
-                torch.cat([F.pad(caches[i].layers[n].keys, (0, 0, width - lengths[i], 0)) for i in rows])
-                for n in range(layers)
-            ],
-            [
-                torch.cat([F.pad(caches[i].layers[n].values, (0, 0, width - lengths[i], 0)) for i in rows])
-                for n in range(layers)
-            ],
+            [left_padded(n, "keys") for n in range(layers)],
+            [left_padded(n, "values") for n in range(layers)],
             capacity,
         )
         mask = torch.zeros(len(rows), width, dtype=torch.long)
@@ -202,6 +204,7 @@ _M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
 _MMAP_THRESHOLD_BYTES = 256 * 1024
 
 
+@functools.cache  # a process-wide setting: once is enough, however many batchers are made
 def _return_large_frees_to_the_os() -> None:
     """Serve allocations over 256 KiB with mmap, so freeing them returns the memory at once.
 

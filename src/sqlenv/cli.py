@@ -7,6 +7,7 @@ Heavy modules (OpenEnv pulls in its web server stack) are imported inside the co
 
 from __future__ import annotations
 
+import functools
 import json
 from enum import StrEnum
 from pathlib import Path
@@ -218,7 +219,7 @@ def _worker_policies(
     clone = getattr(policy, "clone", None)
     if backend == "threads" and callable(clone):
         if hasattr(policy, "max_batch"):  # an LLM policy: every waiting thread's reply in one batch
-            policy.max_batch = parallel
+            return functools.partial(clone, max_batch=parallel)
         return clone
     return PolicyFactory(name, data, seed)
 

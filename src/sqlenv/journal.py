@@ -86,12 +86,9 @@ class EpisodeJournal:
                 self.done[int(entry["index"])] = _episode(entry["episode"])
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 if number == len(lines):  # the last line, cut short when the run was stopped
-                    self._rewrite_without_last_line(lines)
+                    self.path.write_text("".join(line + "\n" for line in lines[:-1]), encoding="utf-8")
                     break
                 raise ValueError(f"{self.path} line {number} is not a journal entry") from None
-
-    def _rewrite_without_last_line(self, lines: list[str]) -> None:
-        self.path.write_text("".join(line + "\n" for line in lines[:-1]), encoding="utf-8")
 
     def record(self, index: int, episode: EpisodeRecord) -> None:
         """Append one finished episode (flushed at once, so a stop loses only unfinished ones)."""

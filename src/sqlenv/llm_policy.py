@@ -304,10 +304,12 @@ class LLMPolicy(ChatToolPolicy):
         self.temperature = temperature
         self._loaded: LoadedModel | None = None
 
-    def clone(self) -> LLMPolicy:
+    def clone(self, *, max_batch: int | None = None) -> LLMPolicy:
         """A policy with the same settings and its own conversation. The model is shared, and so
-        is a `GenerationBatcher` (when max_batch > 1): clones waiting for a reply at the same
-        time, as parallel evaluation threads do, are decoded in one batch."""
+        is a `GenerationBatcher` (when the batch size, `max_batch` or this policy's, is over 1):
+        clones waiting for a reply at the same time, as parallel evaluation threads do, are
+        decoded in one batch. The first clone's batch size sizes the shared batcher."""
+        batch = self.max_batch if max_batch is None else max_batch
         twin = LLMPolicy(
             self.model_name,
             shots=self.shots,
@@ -317,17 +319,17 @@ class LLMPolicy(ChatToolPolicy):
             greedy=self.greedy,
             temperature=self.temperature,
             reuse_prefix_cache=self.reuse_prefix_cache,
-            max_batch=self.max_batch,
+            max_batch=batch,
             batch_gather_s=self.batch_gather_s,
         )
         twin._loaded, twin._examples = self.loaded, self._examples
-        if self.max_batch > 1:
+        if batch > 1:
             with self._clone_lock:  # one batcher for all clones, however many threads ask at once
                 if self._batcher_for_clones is None:
                     self._batcher_for_clones = GenerationBatcher(
                         self.loaded.model,
                         _stop_ids(self.loaded),
-                        max_batch=self.max_batch,
+                        max_batch=batch,
                         gather_s=self.batch_gather_s,
                     )
                 twin._batcher = self._batcher_for_clones
