@@ -13,6 +13,7 @@ from sqlenv import SQLEnvironment
 from sqlenv.cli import app
 from sqlenv.evaluation import evaluate
 from sqlenv.policies import RandomPolicy
+from sqlenv.reports import summary_markdown
 
 
 class Stop(Exception):
@@ -54,6 +55,12 @@ def test_a_stopped_run_continues_and_ends_like_an_uninterrupted_one(
     assert [e.__dict__ for e in resumed.episodes] == [e.__dict__ for e in whole.episodes]
     assert (resumed.success_rate, resumed.avg_reward) == (whole.success_rate, whole.avg_reward)
     assert len(journal.read_text().splitlines()) == 13
+    assert resumed.journal_episodes == len(recorded) - 1 and whole.journal_episodes == 0
+    summary = summary_markdown(resumed)  # the time covers the episodes this run played, and says so
+    assert (
+        f"{len(recorded) - 1} loaded from the journal of an earlier run, {13 - len(recorded)} played in"
+        in summary
+    )
 
     again: list[str] = []  # a finished journal: nothing left to play
     evaluate(

@@ -110,7 +110,8 @@ class EvaluationResult:
     format_error_rate: float = 0.0
     seed: int = 0
     backend: str = "serial"
-    wall_time_s: float = 0.0
+    wall_time_s: float = 0.0  # this call's time: the episodes it played, not those of a journal
+    journal_episodes: int = 0  # episodes loaded from a journal (played by an earlier run)
 
     def to_json(self, include_episodes: bool = True) -> dict[str, Any]:
         data = asdict(self)
@@ -207,6 +208,7 @@ def summarise(
     seed: int = 0,
     backend: str = "serial",
     wall_time_s: float = 0.0,
+    journal_episodes: int = 0,
 ) -> EvaluationResult:
     """An `EvaluationResult` from episode records (overall and by difficulty, type, database)."""
     overall = group_stats(episodes)
@@ -226,6 +228,7 @@ def summarise(
         seed=seed,
         backend=backend,
         wall_time_s=round(wall_time_s, 4),
+        journal_episodes=journal_episodes,
     )
 
 
@@ -516,6 +519,7 @@ def evaluate(
             journal, policy=name, dataset=env.dataset.name, split=env.split, seed=seed, jobs=plan
         )
         done = dict(opened.done)
+    from_journal = len(done)
     if on_episode is not None:
         for index in sorted(done):
             on_episode(done[index])
@@ -547,4 +551,5 @@ def evaluate(
         seed=seed,
         backend=chosen,
         wall_time_s=time.perf_counter() - started,
+        journal_episodes=from_journal,
     )

@@ -102,13 +102,19 @@ def _group_rows(groups: dict[str, dict[str, float]]) -> list[list[str]]:
 def summary_markdown(result: EvaluationResult) -> str:
     """The markdown summary: overall, then by difficulty, answer type and database."""
     group_headers = ["episodes", "success", "mean reward", "mean steps", "format errors"]
-    speed = f", {result.n_episodes / result.wall_time_s:.1f} episodes/s" if result.wall_time_s > 0 else ""
+    played = result.n_episodes - result.journal_episodes
+    speed = f", {played / result.wall_time_s:.2f} episodes/s" if result.wall_time_s > 0 else ""
+    timing = f"{result.wall_time_s:.2f} s{speed}"
+    if result.journal_episodes:  # a continued run: its time covers only the episodes it played
+        timing = (
+            f"{result.journal_episodes} loaded from the journal of an earlier run, "
+            f"{played} played in {timing}"
+        )
     parts = [
         f"# {_title(result)}",
         "",
         f"{result.n_episodes} episodes, seed {result.seed}, backend {result.backend}, "
-        f"{result.wall_time_s:.2f} s{speed}. Format errors: share of actions whose policy output "
-        "could not be parsed.",
+        f"{timing}. Format errors: share of actions whose policy output could not be parsed.",
         "",
         "## Overall",
         "",
