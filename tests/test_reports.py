@@ -139,6 +139,26 @@ def test_plots_are_pngs_of_a_legible_size(crafted_report: Path) -> None:
         assert (crafted_report / name).stat().st_size > 10_000
 
 
+@pytest.mark.parametrize(
+    "run", ["runs/cpu-smollm2/grpo/final on spider10/eval", "a-model-directory-name-without-spaces-" * 3]
+)
+def test_a_long_plot_title_stays_inside_the_figure(run: str) -> None:
+    pytest.importorskip("matplotlib")
+    from sqlenv.reports import _figure, _style
+
+    figure = _figure()
+    axes = figure.add_subplot()
+    axes.bar(["easy", "hard"], [0.5, 0.25])
+    _style(axes, f"Success rate by difficulty — {run}", "difficulty", "success rate")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # what savefig renders PNGs with
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    title = axes.title.get_window_extent(renderer)
+    assert title.x0 >= 0 and title.x1 <= figure.bbox.x1 and title.y1 <= figure.bbox.y1, title
+    assert run.replace(" ", "") in axes.title.get_text().replace("\n", "").replace(" ", "")
+
+
 def test_transcripts_record_each_step_and_a_budget_without_answer(demo_dataset) -> None:
     class NeverAnswers:
         name = "explorer"

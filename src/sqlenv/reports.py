@@ -20,6 +20,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,8 +158,22 @@ def _figure(width: float = 8.0, height: float = 5.0) -> Any:
     return figure
 
 
+_TITLE_LINE_CHARS = 56  # what fits across a plot at the title's font size
+
+
+def _wrapped_title(title: str) -> str:
+    """A long title on several lines: what is plotted, then the run (a model path can be long)."""
+    if len(title) <= _TITLE_LINE_CHARS:
+        return title
+    what, dash, run = title.partition(" — ")
+    lines = (
+        [what, *textwrap.wrap(run, _TITLE_LINE_CHARS)] if dash else textwrap.wrap(title, _TITLE_LINE_CHARS)
+    )
+    return "\n".join(lines)
+
+
 def _style(axes: Any, title: str, xlabel: str, ylabel: str) -> None:
-    axes.set_title(title, fontsize=15, pad=12)
+    axes.set_title(_wrapped_title(title), fontsize=15, pad=12)
     axes.set_xlabel(xlabel, fontsize=13)
     axes.set_ylabel(ylabel, fontsize=13)
     axes.tick_params(labelsize=12)
