@@ -176,7 +176,7 @@ def main() -> None:
         steps_per_s = r["steps"] / r["wall"]
         print(
             f"{label:26} {steps_per_s:8.3f} {r['tokens'] / r['wall']:9.1f} {r['encoded']:9,d} "
-            f"{r['env_s'] / r['wall']:10.2%} {steps_per_s / env_steps_per_s:10.2e} {r['success']:8.2f}"
+            f"{r['env_s'] / r['wall']:10.4%} {steps_per_s / env_steps_per_s:10.2e} {r['success']:8.2f}"
         )
     cached, plain = rows["prefix cache (default)"], rows["no cache (re-encode)"]
     print(
@@ -201,7 +201,7 @@ def main() -> None:
     print(header)
     print(
         f"{'batched, ' + str(parallel) + ' threads':26} {steps_per_s:8.3f} {r['tokens'] / r['wall']:9.1f} "
-        f"{r['encoded']:9,d} {r['env_s'] / (r['wall'] * parallel):10.2%} "
+        f"{r['encoded']:9,d} {r['env_s'] / (r['wall'] * parallel):10.4%} "
         f"{steps_per_s / env_steps_per_s:10.2e} {r['success']:8.2f}"
     )
     print(f"batched: {steps_per_s / serial_steps_per_s:.2f}x the steps/s of one episode at a time (2)")
