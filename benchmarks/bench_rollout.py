@@ -113,7 +113,7 @@ def _batched_tokens_per_s(
     inputs = loaded.tokenizer.apply_chat_template(
         policy._head, tools=list(TOOLS), add_generation_prompt=True, return_tensors="pt", return_dict=True
     )
-    batch = {k: v.repeat(group, 1) for k, v in inputs.items()}
+    batch = {k: v.repeat(group, 1).to(loaded.model.device) for k, v in inputs.items()}
     start = time.perf_counter()
     with torch.no_grad():
         loaded.model.generate(

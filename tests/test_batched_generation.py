@@ -44,7 +44,10 @@ def _alone(loaded, prompt: list[int], max_new_tokens: int) -> list[int]:
 
     with torch.no_grad():
         out = loaded.model.generate(
-            torch.tensor([prompt]), max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=2
+            torch.tensor([prompt], device=loaded.model.device),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=2,
         )
     return out[0, len(prompt) :].tolist()
 
@@ -126,3 +129,22 @@ def test_cli_worker_clones_batch_as_many_replies_as_threads_and_leave_the_policy
     assert first.max_batch == second.max_batch == 5
     assert first._batcher is second._batcher is policy._batcher_for_clones
     assert first._batcher is not None and first._batcher.max_batch == 5
+
+
+def test_a_gpu_decodes_the_greedy_tokens_the_cpu_decodes() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (run on a GPU machine: SQLENV_DEVICE=cuda)")
+    cpu, gpu = load_chat_model("smollm2-135m", "cpu"), load_chat_model("smollm2-135m", "cuda")
+    assert gpu.model.device.type == "cuda" and cpu.model.device.type == "cpu"
+    prompts = [_prompt(cpu, q) for q in QUESTIONS]
+    on_cpu = decode_batch(cpu.model, [GenerationRequest(p, None, 16) for p in prompts], STOP)
+    on_gpu = decode_batch(gpu.model, [GenerationRequest(p, None, 16) for p in prompts], STOP)
+    assert [r.new_ids for r in on_gpu] == [r.new_ids for r in on_cpu]
+    assert all(r.cache.layers[0].keys.device.type == "cuda" for r in on_gpu)
+    # Sampling on the GPU draws from a generator on the GPU, seeded per sequence.
+    sampled = [GenerationRequest(p, None, 8, greedy=False, seed=3) for p in prompts]
+    assert [r.new_ids for r in decode_batch(gpu.model, sampled, STOP)] == [
+        r.new_ids for r in decode_batch(gpu.model, sampled, STOP)
+    ]

@@ -15,6 +15,8 @@ attention mask over the padding, and split back. Rows that finish leave the batc
 Greedy decoding picks the same tokens as one sequence at a time, up to floating-point differences
 of the padded attention (which can flip a near-tie). Sampling draws from one generator per
 sequence, seeded by the policy, so it does not depend on the other rows.
+
+Everything runs on the model's device (a GPU as well as the CPU).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ def decode_batch(model: Any, requests: list[GenerationRequest], stop_ids: set[in
     from transformers import DynamicCache
 
     count = len(requests)
+    device = model.device
     generators = []
     caches = []
     generated: list[list[int]] = []
@@ -105,11 +108,11 @@ def decode_batch(model: Any, requests: list[GenerationRequest], stop_ids: set[in
                 raise ValueError(
                     f"the cache holds {reused} tokens of a {len(request.prompt_ids)}-token prompt"
                 )
-            new = torch.tensor([request.prompt_ids[reused:]])
+            new = torch.tensor([request.prompt_ids[reused:]], device=device)
             output = model(input_ids=new, past_key_values=cache, use_cache=True, logits_to_keep=1)
             generator = None
             if not request.greedy:
-                generator = torch.Generator().manual_seed(request.seed)
+                generator = torch.Generator(device=device).manual_seed(request.seed)
             generators.append(generator)
             caches.append(cache)
             encoded.append(len(request.prompt_ids) - reused)
@@ -150,7 +153,7 @@ def decode_batch(model: Any, requests: list[GenerationRequest], stop_ids: set[in
             [left_padded(n, "values") for n in range(layers)],
             capacity,
         )
-        mask = torch.zeros(len(rows), width, dtype=torch.long)
+        mask = torch.zeros(len(rows), width, dtype=torch.long, device=device)
         for position, i in enumerate(rows):
             mask[position, width - lengths[i] :] = 1
 
@@ -170,9 +173,9 @@ def decode_batch(model: Any, requests: list[GenerationRequest], stop_ids: set[in
                 mask = mask[keep]
                 rows = [rows[p] for p in keep]
                 done = set()
-            tokens = torch.tensor([[generated[i][-1]] for i in rows])
-            positions = torch.tensor([[lengths[i] + len(generated[i]) - 1] for i in rows])
-            mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=torch.long)], dim=1)
+            tokens = torch.tensor([[generated[i][-1]] for i in rows], device=device)
+            positions = torch.tensor([[lengths[i] + len(generated[i]) - 1] for i in rows], device=device)
+            mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=torch.long, device=device)], dim=1)
             output = model(
                 input_ids=tokens,
                 attention_mask=mask,

