@@ -109,7 +109,8 @@ UrlOption = Annotated[
 
 
 def _use_device(device: str | None) -> None:
-    """Check `--device` and hand it to the LLM policies (and Ray workers) through $SQLENV_DEVICE."""
+    """Check `--device` and hand it to the LLM policies through $SQLENV_DEVICE (which the workers
+    of a local Ray cluster, started after this, inherit; a remote cluster's workers do not)."""
     if device is None:
         return
     import os
