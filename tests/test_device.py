@@ -29,7 +29,7 @@ def test_the_environment_variable_chooses_unless_the_caller_does(monkeypatch) ->
 
 @pytest.mark.parametrize(
     ("requested", "message"),
-    [("tpu7", "unknown device"), ("meta", "not supported"), (f"cuda:{99}", "GPU")],
+    [("tpu7", "unknown device"), ("meta", "not supported"), ("cuda:99", "GPU")],
 )
 def test_devices_that_cannot_run_a_model_are_refused_clearly(requested: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
