@@ -301,3 +301,33 @@ def test_train_cli_reports_config_errors(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "unknown key(s) modle" in result.output
     result = CliRunner().invoke(app, ["train", "sft", "--config", str(bad), "--set", "novalue"])
     assert result.exit_code == 2 and "KEY=VALUE" in result.output
+
+
+# ---- live visualisation ----------------------------------------------------------------------
+
+
+def test_a_resumed_run_plots_from_its_first_step(tmp_path: Path) -> None:
+    import json
+
+    from transformers import TrainerState
+
+    from sqlenv.training.live import LiveVisualizationCallback
+
+    config = load_config(REPO / "configs" / "smoke.yaml")
+    (tmp_path / "live").mkdir()
+    (tmp_path / "live" / "success.json").write_text(
+        json.dumps([{"step": 2, "train": 0.5, "eval": 0.0}, {"step": 4, "train": 1.0, "eval": 1.0}])
+    )
+    state = TrainerState(global_step=2)  # what the checkpoint of step 2 restores
+    state.log_history = [{"reward": -0.1, "loss": 0.2, "step": 1}, {"reward": 0.3, "loss": 0.1, "step": 2}]
+    callback = LiveVisualizationCallback(config, tmp_path, tokenizer=None, phase="grpo")
+    callback.on_train_begin(None, state, None)
+    state.global_step = 3
+    callback.on_log(None, state, None, logs={"reward": 0.5, "loss": 0.05})
+    assert callback._curve_series()["total reward"] == ([1, 2, 3], [-0.1, 0.3, 0.5])
+    # success measured up to the checkpoint is kept; a point past it (a run that went on and
+    # was not saved) is not
+    assert callback.success == [{"step": 2, "train": 0.5, "eval": 0.0}]
+    fresh = LiveVisualizationCallback(config, tmp_path / "new", tokenizer=None, phase="grpo")
+    fresh.on_train_begin(None, TrainerState(), None)  # a new run starts empty
+    assert fresh.logs == [] and fresh.success == []

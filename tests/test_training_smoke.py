@@ -94,3 +94,6 @@ def test_grpo_resumes_from_its_last_checkpoint(smoke_run: Path, spider_dir: Path
     history = json.loads((smoke_run / "grpo" / "log_history.json").read_text())
     steps = [e["step"] for e in history if "loss" in e]
     assert steps == [1, 2, 3], steps  # steps 1-2 come from the checkpoint; only step 3 ran again
+    # The live plots of the resumed run cover the whole run, not only the step it played.
+    live_log = json.loads((smoke_run / "grpo" / "live" / "log.json").read_text())
+    assert [e["step"] for e in live_log if "reward" in e] == [1, 2, 3]

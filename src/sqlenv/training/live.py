@@ -29,6 +29,13 @@ REWARD_KEYS = {
 }
 
 
+def _numbers(logs: dict[str, Any], step: int) -> dict[str, float]:
+    """A log entry's numeric values, with the step it was logged at."""
+    entry = {k: float(v) for k, v in logs.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    entry["step"] = step
+    return entry
+
+
 class LiveVisualizationCallback(TrainerCallback):
     def __init__(
         self,
@@ -52,13 +59,23 @@ class LiveVisualizationCallback(TrainerCallback):
 
     # ---- trainer events ----------------------------------------------------------------------
 
+    def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        """A resumed run (`--resume`) starts from the run so far: the checkpoint's log history and
+        the success points measured up to it, so the plots cover every step, not only the new ones."""
+        if state.global_step == 0:
+            return
+        if not self.logs:
+            self.logs = [_numbers(e, e.get("step", 0)) for e in state.log_history if "step" in e]
+        saved = self.dir / "success.json"
+        if not self.success and saved.is_file():
+            earlier = json.loads(saved.read_text(encoding="utf-8"))
+            self.success = [point for point in earlier if point.get("step", 0) <= state.global_step]
+
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any
     ) -> None:
         if logs:
-            entry = {k: float(v) for k, v in logs.items() if isinstance(v, int | float)}
-            entry["step"] = state.global_step
-            self.logs.append(entry)
+            self.logs.append(_numbers(logs, state.global_step))
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
         step = state.global_step
