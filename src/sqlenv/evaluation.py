@@ -503,9 +503,10 @@ def evaluate(
     episodes in question order whatever the backend.
 
     `journal` (a JSON-lines file, `sqlenv.journal`) records each episode as it finishes; given the
-    journal of an unfinished run with the same policy name, dataset, split, seed and episodes, the
-    run continues: the recorded episodes are loaded (and passed to `on_episode` first), only the
-    others are played. `wall_time_s` is then this call's time.
+    journal of an unfinished run with the same policy name, dataset, split, seed and episodes (and,
+    for a policy with a `weights_fingerprint`, the same weights), the run continues: the recorded
+    episodes are loaded (and passed to `on_episode` first), only the others are played.
+    `wall_time_s` is then this call's time.
     """
     chosen = resolve_backend(parallel, backend)
     plan = episode_plan(env.questions, n_episodes, seed)
@@ -516,7 +517,13 @@ def evaluate(
         from sqlenv.journal import EpisodeJournal
 
         opened = EpisodeJournal(
-            journal, policy=name, dataset=env.dataset.name, split=env.split, seed=seed, jobs=plan
+            journal,
+            policy=name,
+            dataset=env.dataset.name,
+            split=env.split,
+            seed=seed,
+            jobs=plan,
+            weights=getattr(policy, "weights_fingerprint", None),
         )
         done = dict(opened.done)
     from_journal = len(done)

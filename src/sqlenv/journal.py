@@ -6,8 +6,10 @@ same journal, it loads those episodes and plays only the missing ones. Episode i
 question i of the run's plan with a seed derived from (seed, i), so the continued run's episodes
 are the ones an uninterrupted run would have played.
 
-The first line is a header naming the run (policy, dataset, split, seed and a digest of the
-episode plan); a journal from a different run is refused rather than mixed in. A last line cut
+The first line is a header naming the run (policy, dataset, split, seed, a digest of the episode
+plan, and for a local model the fingerprint of its weights, `sqlenv.model_identity`); a journal
+from a different run is refused rather than mixed in: a model retrained into the same folder is
+another run. A last line cut
 short by a crash is ignored (that episode is played again).
 """
 
@@ -41,7 +43,15 @@ class EpisodeJournal:
     """A JSON-lines file of the finished episodes of one evaluation run (module docstring)."""
 
     def __init__(
-        self, path: str | Path, *, policy: str, dataset: str, split: str, seed: int, jobs: Sequence[Job]
+        self,
+        path: str | Path,
+        *,
+        policy: str,
+        dataset: str,
+        split: str,
+        seed: int,
+        jobs: Sequence[Job],
+        weights: str | None = None,
     ):
         self.path = Path(path)
         self.header = {
@@ -52,6 +62,7 @@ class EpisodeJournal:
             "seed": seed,
             "episodes": len(jobs),
             "plan": _plan_digest(jobs),
+            "weights": weights,  # None for policies without weights of their own (and older journals)
         }
         self._lock = threading.Lock()
         self.done: dict[int, EpisodeRecord] = {}

@@ -48,6 +48,7 @@ from sqlenv.batched_generation import (
 )
 from sqlenv.data import Dataset, QuestionRecord
 from sqlenv.data.cache import cache_dir
+from sqlenv.model_identity import weights_fingerprint
 from sqlenv.models import SQLAction, SQLObservation
 from sqlenv.tools import TOOLS, action_to_tool_call, tool_call_to_action
 from sqlenv.verifier import format_answer
@@ -332,6 +333,12 @@ class LLMPolicy(ChatToolPolicy):
         self.greedy = greedy
         self.temperature = temperature
         self._loaded: LoadedModel | None = None
+
+    @property
+    def weights_fingerprint(self) -> str | None:
+        """The fingerprint of a local model's weight files (`sqlenv.model_identity`); None for the
+        preset and hub ids. Episode journals record it."""
+        return None if self.model_name == SMOLLM2_PRESET else weights_fingerprint(self.model_name)
 
     def clone(self, *, max_batch: int | None = None) -> LLMPolicy:
         """A policy with the same settings and its own conversation. The model is shared, and so
