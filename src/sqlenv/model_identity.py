@@ -26,7 +26,7 @@ def weights_fingerprint(model: str | Path) -> str | None:
     if not folder.is_dir():
         return None
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
-    stats = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    stats = tuple((p.name, st.st_size, st.st_mtime_ns) for p in files for st in (p.stat(),))
     key = (str(folder.resolve()), stats)
     if key not in _MEMO:
         digest = hashlib.sha256()

@@ -65,7 +65,7 @@ class LiveVisualizationCallback(TrainerCallback):
         if state.global_step == 0:
             return
         if not self.logs:
-            self.logs = [_numbers(e, e.get("step", 0)) for e in state.log_history if "step" in e]
+            self.logs = [_numbers(e, e["step"]) for e in state.log_history if "step" in e]
         saved = self.dir / "success.json"
         if not self.success and saved.is_file():
             earlier = json.loads(saved.read_text(encoding="utf-8"))
