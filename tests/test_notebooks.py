@@ -19,8 +19,11 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 @pytest.mark.parametrize("name", ["showcase", "compare_methods", "train_grpo"])
-def test_notebook_runs_in_quick_mode(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_runs_in_quick_mode(name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SQLENV_NOTEBOOK_QUICK", "1")
+    # The kernel's temporary files (train_grpo's throwaway run) land under pytest's tmp_path, which
+    # pytest removes, even if the notebook fails before its own clean-up cell.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     client = nbclient.NotebookClient(
@@ -36,3 +39,5 @@ def test_notebook_runs_in_quick_mode(name: str, monkeypatch: pytest.MonkeyPatch)
     else:
         assert images, "the notebook should show its plots"
     assert os.environ["SQLENV_NOTEBOOK_QUICK"] == "1"
+    if name == "train_grpo":
+        assert not list(tmp_path.glob("sqlenv-train-*")), "quick mode should remove its throwaway run"

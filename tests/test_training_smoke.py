@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,11 +41,13 @@ def _train(phase: str, out: Path, spider_dir: Path, *extra: str) -> subprocess.C
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory, spider_dir: Path) -> Path:
+def smoke_run(tmp_path_factory: pytest.TempPathFactory, spider_dir: Path) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("smoke")
     _train("sft", out, spider_dir)
     _train("grpo", out, spider_dir)
-    return out
+    yield out
+    # Models and optimizer states take about 4 GB: free them once this module is done, pass or fail.
+    shutil.rmtree(out, ignore_errors=True)
 
 
 def test_sft_learns_on_assistant_turns(smoke_run: Path) -> None:
