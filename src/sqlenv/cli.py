@@ -252,8 +252,16 @@ def _worker_policies(
 def _results_table(title: str, results: list[EvaluationResult], *, compare: bool = False) -> Table:
     """One row per policy. For `compare` (every policy played the same episodes) the episode count
     moves to the title and a format-error-rate column is added."""
+    from sqlenv.evaluation import NOT_IN_TRAIN, SEEN_IN_TRAIN
+
     table = Table(title=title)
     difficulties = _difficulty_columns(results)
+    # Success apart on questions whose gold SQL a train question shares, where there are some.
+    overlap = {SEEN_IN_TRAIN: "seen SQL", NOT_IN_TRAIN: "new SQL"}
+    if not any(SEEN_IN_TRAIN in r.by_train_overlap for r in results):
+        overlap = {}
+    else:
+        table.caption = "seen SQL / new SQL: success where a train question has the same gold SQL / has not"
     columns = (
         ["policy", "success", "reward", "steps", "fmt err"]
         if compare
@@ -261,6 +269,8 @@ def _results_table(title: str, results: list[EvaluationResult], *, compare: bool
     )
     for column in (*columns, *difficulties):
         table.add_column(column, justify="left" if column == "policy" else "right", no_wrap=True)
+    for column in overlap.values():
+        table.add_column(column, justify="right", no_wrap=True)
     for r in results:
         cells = {
             "policy": r.policy,
@@ -273,7 +283,11 @@ def _results_table(title: str, results: list[EvaluationResult], *, compare: bool
         per_diff = [
             f"{r.by_difficulty[d]['success_rate']:.2f}" if d in r.by_difficulty else "-" for d in difficulties
         ]
-        table.add_row(*(cells[c] for c in columns), *per_diff)
+        per_overlap = [
+            f"{r.by_train_overlap[o]['success_rate']:.2f}" if o in r.by_train_overlap else "-"
+            for o in overlap
+        ]
+        table.add_row(*(cells[c] for c in columns), *per_diff, *per_overlap)
     return table
 
 

@@ -28,7 +28,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -91,6 +91,9 @@ class EpisodeRecord:
     # "correct", "wrong: <why>", or NO_ANSWER_VERDICT.
     verdict: str = ""
     transcript: list[StepRecord] = field(default_factory=list)
+    # Whether a train question has the same gold SQL (`Dataset.seen_in_train`); None for train
+    # questions and datasets without a train split.
+    seen_in_train: bool | None = None
 
 
 @dataclass
@@ -112,12 +115,18 @@ class EvaluationResult:
     backend: str = "serial"
     wall_time_s: float = 0.0  # this call's time: the episodes it played, not those of a journal
     journal_episodes: int = 0  # episodes loaded from a journal (played by an earlier run)
+    # Keyed SEEN_IN_TRAIN / NOT_IN_TRAIN: recall of a trained query vs the rest (`sqlenv.data.overlap`).
+    by_train_overlap: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self, include_episodes: bool = True) -> dict[str, Any]:
         data = asdict(self)
         if not include_episodes:
             data.pop("episodes")
         return data
+
+
+SEEN_IN_TRAIN = "gold SQL seen in train"
+NOT_IN_TRAIN = "gold SQL not in train"
 
 
 def episode_seed(seed: int, index: int) -> int:
@@ -170,7 +179,15 @@ def run_episode(
         format_errors=int(getattr(policy, "format_errors", 0) or 0),
         verdict=observation.result if answered else NO_ANSWER_VERDICT,
         transcript=transcript,
+        seen_in_train=env.dataset.seen_in_train(question_id),
     )
+
+
+def _with_train_overlap(episode: EpisodeRecord, dataset: Dataset) -> EpisodeRecord:
+    """An episode from a journal written before records knew their train overlap, completed."""
+    if episode.seen_in_train is not None:
+        return episode
+    return replace(episode, seen_in_train=dataset.seen_in_train(episode.question_id))
 
 
 def group_stats(episodes: Sequence[EpisodeRecord]) -> dict[str, float]:
@@ -224,6 +241,11 @@ def summarise(
         episodes=list(episodes),
         by_answer_type=_grouped(episodes, lambda e: e.answer_type),
         by_database=_grouped(episodes, lambda e: e.db_id),
+        by_train_overlap=_grouped(
+            [e for e in episodes if e.seen_in_train is not None],
+            lambda e: SEEN_IN_TRAIN if e.seen_in_train else NOT_IN_TRAIN,
+            (SEEN_IN_TRAIN, NOT_IN_TRAIN),
+        ),
         format_error_rate=overall["format_error_rate"],
         seed=seed,
         backend=backend,
@@ -525,7 +547,7 @@ def evaluate(
             jobs=plan,
             weights=getattr(policy, "weights_fingerprint", None),
         )
-        done = dict(opened.done)
+        done = {index: _with_train_overlap(e, env.dataset) for index, e in opened.done.items()}
     from_journal = len(done)
     if on_episode is not None:
         for index in sorted(done):

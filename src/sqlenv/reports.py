@@ -3,8 +3,9 @@
 `write_report(result, directory)` writes
 
 - `results.json` — everything in `EvaluationResult.to_json()` (summary, by difficulty / answer
-  type / database, format-error rate, every episode with its transcript);
-- `summary.md` — markdown tables: overall, by difficulty, by answer type, by database;
+  type / database / train overlap, format-error rate, every episode with its transcript);
+- `summary.md` — markdown tables: overall, by difficulty, by answer type, by database, and (when
+  some questions share their gold SQL with a train question) by overlap with the train split;
 - `success_by_difficulty.png`, `reward_distribution.png`, `steps_histogram.png` (matplotlib,
   drawn on Agg figures without touching pyplot's global state);
 - `transcripts.html` — one self-contained page (inline CSS and script, every text escaped): each
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlenv.evaluation import EpisodeRecord, EvaluationResult
+from sqlenv.evaluation import SEEN_IN_TRAIN, EpisodeRecord, EvaluationResult
 
 PLOT_FILES: tuple[str, ...] = ("success_by_difficulty.png", "reward_distribution.png", "steps_histogram.png")
 _SUCCESS_COLOR = "#2a9d8f"
@@ -101,7 +102,7 @@ def _group_rows(groups: dict[str, dict[str, float]]) -> list[list[str]]:
 
 
 def summary_markdown(result: EvaluationResult) -> str:
-    """The markdown summary: overall, then by difficulty, answer type and database."""
+    """The markdown summary: overall, then by difficulty, answer type, database and train overlap."""
     group_headers = ["episodes", "success", "mean reward", "mean steps", "format errors"]
     played = result.n_episodes - result.journal_episodes
     speed = f", {played / result.wall_time_s:.2f} episodes/s" if result.wall_time_s > 0 else ""
@@ -136,6 +137,17 @@ def summary_markdown(result: EvaluationResult) -> str:
         ("By database", "database", result.by_database),
     ):
         parts += ["", f"## {heading}", "", _markdown_table([column, *group_headers], _group_rows(groups))]
+    if any(g["n"] for name, g in result.by_train_overlap.items() if name == SEEN_IN_TRAIN):
+        parts += [
+            "",
+            "## By overlap with the train split",
+            "",
+            "Questions whose gold SQL is also a train question's (same database, same query once "
+            "case, spacing and quoting are folded) can be solved by recalling a trained query; "
+            "the others show what carries over.",
+            "",
+            _markdown_table(["questions", *group_headers], _group_rows(result.by_train_overlap)),
+        ]
     parts += [
         "",
         "## Plots",
@@ -334,11 +346,13 @@ def _episode_html(index: int, episode: EpisodeRecord) -> str:
             for n, a in enumerate(episode.actions, start=1)
         ]
     format_note = f", {episode.format_errors} format errors" if episode.format_errors else ""
+    seen_note = " · gold SQL seen in train" if episode.seen_in_train else ""
     return (
         f'<details class="episode {"ok" if ok else "fail"}" data-success="{int(ok)}" id="ep-{index}">'
         f'<summary><span class="tag">{"solved" if ok else "failed"}</span> '
         f"{e(episode.question_id)} · {e(episode.db_id)} · {e(episode.difficulty)} · "
-        f"{e(episode.answer_type)} · reward {episode.total_reward:.3f} · {episode.steps} steps{format_note}"
+        f"{e(episode.answer_type)}{seen_note} · reward {episode.total_reward:.3f} · {episode.steps} steps"
+        f"{format_note}"
         f" — {e(_short(episode.question, 90))}</summary>"
         f'<div class="q">{e(episode.question)}</div>'
         "<table><thead><tr><th>#</th><th>action</th><th>result</th><th>reward</th></tr></thead><tbody>"
@@ -425,6 +439,7 @@ def comparison_json(results: Sequence[EvaluationResult]) -> dict[str, Any]:
             "db_id": episode.db_id,
             "difficulty": episode.difficulty,
             "answer_type": episode.answer_type,
+            "seen_in_train": episode.seen_in_train,
         }
         for r in results:
             other = r.episodes[i]

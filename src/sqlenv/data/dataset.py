@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlenv.data.overlap import TRAIN_SPLIT, gold_keys, overlap_key
 from sqlenv.data.records import QuestionRecord
 
 
@@ -18,6 +19,7 @@ class Dataset:
     dropped: dict[str, int] = field(default_factory=dict)  # reason -> count of questions left out
     _by_id: dict[str, QuestionRecord] = field(default_factory=dict, repr=False)
     _by_split: dict[str, tuple[QuestionRecord, ...]] = field(default_factory=dict, repr=False)
+    _train_gold: frozenset[tuple[str, str]] | None = field(default=None, repr=False)  # built on first use
 
     def __post_init__(self) -> None:
         self._by_id = {r.question_id: r for r in self.records}
@@ -45,6 +47,19 @@ class Dataset:
 
     def __contains__(self, question_id: object) -> bool:
         return question_id in self._by_id
+
+    def seen_in_train(self, question_id: str) -> bool | None:
+        """Whether a train question has the same gold SQL (`sqlenv.data.overlap`); None for a train
+        question, or in a dataset without a train split."""
+        record = self.get(question_id)
+        if record.split == TRAIN_SPLIT or TRAIN_SPLIT not in self._by_split:
+            return None
+        if self._train_gold is None:
+            # Only train questions on databases other splits use can match (none in Spider's own
+            # train/dev, which share no database): the rest are not parsed.
+            others = {r.db_id for r in self.records if r.split != TRAIN_SPLIT}
+            self._train_gold = gold_keys(r for r in self._by_split[TRAIN_SPLIT] if r.db_id in others)
+        return overlap_key(record) in self._train_gold
 
     def db_path(self, db_id: str) -> Path:
         return self.databases[db_id]
