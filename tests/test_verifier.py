@@ -819,3 +819,25 @@ def test_property_plain_text_tables_in_any_order(
 def test_float_gold_that_is_a_rounding_residue_of_zero_accepts_zero() -> None:
     assert verify_answer("0", [[5.551115123125783e-17]], "float", False).correct
     assert not verify_answer("0.001", [[5.551115123125783e-17]], "float", False).correct
+
+
+@pytest.mark.parametrize(
+    ("answer", "answer_type", "gold", "reason"),
+    [
+        ("0", "integer", 122, "wrong: not the expected integer value"),
+        ("Answer: 7", "integer", 3, "wrong: not the expected integer value"),
+        ("2.5", "float", 1.5, "wrong: not the expected float value"),
+        ("France", "string", "Spain", "wrong: not the expected string value"),
+        ('["France"]', "string", "Spain", "wrong: not the expected string value"),
+        ("[1, 2]", "integer", 1, "wrong: expected a single integer value"),
+        ("many", "integer", 1, "wrong: expected a single integer value"),
+        ('["France", "Spain"]', "string", "Spain", "wrong: expected a single string value"),
+    ],
+)
+def test_a_wrong_scalar_says_whether_its_shape_was_right(
+    answer: str, answer_type: AnswerType, gold: Cell, reason: str
+) -> None:
+    """An integer answer to an integer question is told it is another value, not that the question
+    wanted an integer; neither message gives the gold away."""
+    verdict = verify_answer(answer, [[gold]], answer_type, False)
+    assert not verdict.correct and verdict.reason == reason and str(gold) not in reason

@@ -356,7 +356,7 @@ def verify_answer(
         for candidate in (c for text in texts for c in _scalar_candidates(text)):
             if cell_matches(candidate, gold, float_tolerance):
                 return Verdict(True, "correct")
-        return Verdict(False, f"wrong: expected a single {answer_type} value")
+        return Verdict(False, _wrong_scalar(list(texts), answer_type))
     if answer_type == "list":
         gold_items = [[row[0]] for row in gold_rows]
         for items in (i for text in texts for i in _list_candidates(text)):
@@ -369,6 +369,25 @@ def verify_answer(
         if _rows_match(table, gold_rows, order_sensitive, float_tolerance):
             return Verdict(True, "correct")
     return Verdict(False, f"wrong: expected {len(gold_rows)} rows of {width} columns")
+
+
+def _wrong_scalar(texts: Sequence[str], answer_type: AnswerType) -> str:
+    """Why a scalar answer is wrong, without giving the gold away: a value of the expected kind that
+    is another value, or not a single value of that kind at all."""
+    if answer_type in ("integer", "float"):
+        right_shape = any(parse_number(c) is not None for text in texts for c in _scalar_candidates(text))
+    else:  # any text is a string, but not a JSON list or object of several values
+        right_shape = any(_is_single_value(text) for text in texts)
+    if right_shape:
+        return f"wrong: not the expected {answer_type} value"
+    return f"wrong: expected a single {answer_type} value"
+
+
+def _is_single_value(text: str) -> bool:
+    parsed = _try_json(text)
+    while isinstance(parsed, list) and len(parsed) == 1:
+        parsed = parsed[0]
+    return parsed is _NO_JSON or _as_cell(parsed) is not _NO_JSON
 
 
 def _scalar_candidates(text: str) -> Iterable[Cell]:
