@@ -75,23 +75,34 @@ def test_trl_exposes_exactly_the_four_tools_with_the_shared_schema() -> None:
 
 
 @needs_smollm2
-def test_trl_renders_the_adapters_tools_as_the_evaluation_prompt(demo_dataset) -> None:
-    """The tool-calling template TRL requires, given the adapter's methods, renders the prompt
-    that evaluation renders from `TOOLS`."""
-    from trl.chat_template_utils import supports_tool_calling
+@needs_smollm2
+def test_the_grpo_trainer_renders_the_evaluation_prompt(demo_dataset, tmp_path: Path) -> None:
+    """The prompt TRL's GRPOTrainer tokenises for a rollout (its own path: tools from the
+    environment's methods) is the prompt evaluation renders from `TOOLS`, tool order included.
+    TRL sorts an environment's tools by name; without `present_tools_in_evaluation_order` the
+    prompt listed answer() first, and the SFT model opened every rollout with answer(table_name=...)."""
+    from sqlenv.training.grpo import build_grpo_trainer, grpo_rows
 
-    from sqlenv.training.models import load_tokenizer
-
-    tokenizer = load_tokenizer("smollm2-135m")
-    assert supports_tool_calling(tokenizer)
-    env = SQLEnvTRL(demo_dataset, split="train")
-    methods = [getattr(env, t["function"]["name"]) for t in TOOLS]
-    prompt = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
-    as_trl = tokenizer.apply_chat_template(prompt, tools=methods, tokenize=False, add_generation_prompt=True)
-    as_eval = tokenizer.apply_chat_template(
+    config = load_config(
+        REPO / "configs" / "smoke.yaml",
+        {
+            "dataset": "demo",
+            "output_dir": str(tmp_path),
+            "grpo.init_from": "smollm2-135m",
+            "live.eval_every": 0,
+        },
+    )
+    trainer = build_grpo_trainer(config)
+    prompt = grpo_rows(demo_dataset, curriculum=["easy"], max_questions=1)[0]["prompt"]
+    trainer._batch_environments = [None]  # what TRL sets per batch from the rows (one environment here)
+    prompt_ids = trainer._tokenize_prompts([prompt])[0][0]
+    as_trl = trainer.processing_class.decode(prompt_ids)
+    as_eval = trainer.processing_class.apply_chat_template(
         prompt, tools=list(TOOLS), tokenize=False, add_generation_prompt=True
     )
     assert as_trl == as_eval
+    listed = [as_trl.index(f'"name": "{t["function"]["name"]}"') for t in TOOLS]
+    assert listed == sorted(listed), "the tools are listed in TOOLS order"
 
 
 # ---- episodes through the tools --------------------------------------------------------------
@@ -193,12 +204,13 @@ def test_grpo_rows_follow_the_curriculum_and_carry_the_evaluation_prompt(demo_da
 
 
 def test_oracle_conversations_are_correct_episodes_with_varied_exploration(demo_dataset) -> None:
-    from sqlenv.training.sft_data import oracle_conversations
+    from sqlenv.training.sft_data import CLOSING_REPLY, oracle_conversations
 
     conversations = oracle_conversations(demo_dataset, seed=3, sample_rate=0.5, mistake_rate=0.5)
     assert len(conversations) >= 0.9 * len([r for r in demo_dataset.split("train") if not r.empty_gold])
     calls = [
-        [m["tool_calls"][0]["function"]["name"] for m in c if m["role"] == "assistant"] for c in conversations
+        [m["tool_calls"][0]["function"]["name"] for m in c if m["role"] == "assistant" and "tool_calls" in m]
+        for c in conversations
     ]
     assert all(c[0] == "describe" and c[-1] == "answer" for c in calls)
     assert any("sample" in c for c in calls)
@@ -215,12 +227,13 @@ def test_oracle_conversations_are_correct_episodes_with_varied_exploration(demo_
         from sqlenv.tools import tool_call_to_action
 
         for message in conversation:
-            if message["role"] == "assistant":
+            if message["role"] == "assistant" and "tool_calls" in message:
                 function = message["tool_calls"][0]["function"]
                 observation = env.step(tool_call_to_action(function["name"], function["arguments"]))
         assert observation.done and observation.metadata["correct"]
-    # The verdict after ANSWER is not part of the conversation (a model never sees it).
-    assert all(c[-1]["role"] == "assistant" for c in conversations)
+    # After the answer's verdict, a reply without a tool call: what ends a rollout in TRL's loop.
+    assert all(c[-2] == {"role": "tool", "name": "answer", "content": "correct"} for c in conversations)
+    assert all(c[-1] == {"role": "assistant", "content": CLOSING_REPLY} for c in conversations)
 
 
 def test_mistaken_sql_is_a_plausible_typo() -> None:
@@ -255,6 +268,7 @@ def test_sft_rows_are_rendered_like_grpo_prompts_with_loss_on_assistant_turns(de
         [t for t, m in zip(row["input_ids"], row["assistant_masks"], strict=True) if m]
     )
     assert "<tool_call>" in learned and "<|im_end|>" in learned
+    assert learned.rstrip().endswith("Done.<|im_end|>")  # the closing reply is learnt too
     assert "<tool_response>" not in learned and "Question:" not in learned and "# Tools" not in learned
     shown = sum(row["assistant_masks"])
     assert 0 < shown < len(row["input_ids"]) / 2

@@ -2,8 +2,8 @@
 
 Each rollout gets its own `SQLToolEnv` (in-process, or a WebSocket session on `grpo.env_url`),
 started on the row's question. The prompt is the evaluation prompt (system message and question
-message of `sqlenv.llm_policy`, tools from `sqlenv.tools.TOOLS`), so the model trains on what it is
-evaluated on. Rewards are the three parts of the episode reward as separate reward functions
+message of `sqlenv.llm_policy`, tools from `sqlenv.tools.TOOLS` in that order:
+`present_tools_in_evaluation_order`), so the model trains on what it is evaluated on. Rewards are the three parts of the episode reward as separate reward functions
 (weights in the config; 1, 1, 1 is the environment's own total). The curriculum orders the train
 questions by difficulty (easy first) and the trainer reads them in that order.
 """
@@ -50,7 +50,34 @@ def grpo_rows(
     return rows[:max_questions] if max_questions is not None else rows
 
 
-def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
+def present_tools_in_evaluation_order(trainer: Any) -> None:
+    """Make TRL render the environment's tools in `TOOLS` order, as evaluation and SFT do.
+
+    TRL lists an environment's tool methods with `inspect.getmembers`, which sorts them by name
+    (answer, describe, query, sample), and renders the prompt's tool list in that order. SFT taught
+    the model on the `TOOLS` order (describe first); shown the other order, SmolLM2 opened every
+    GRPO rollout with `answer(table_name=...)`. TRL has no option for the order, so its
+    per-environment lists are re-sorted here; a TRL that keeps them elsewhere is refused by name."""
+    from sqlenv.tools import TOOLS
+
+    tools_by_environment = getattr(trainer, "_env_tools", None)
+    if not isinstance(tools_by_environment, dict):
+        raise RuntimeError(
+            "this TRL version does not keep environment tools in GRPOTrainer._env_tools: the prompt's "
+            "tool order cannot be made the evaluation's (sqlenv is tested with trl 1.16)"
+        )
+    order = [tool["function"]["name"] for tool in TOOLS]
+
+    def rank(tool: Any) -> int:
+        name = getattr(tool, "__name__", "")
+        return order.index(name) if name in order else len(order)
+
+    for name, tools in tools_by_environment.items():
+        tools_by_environment[name] = sorted(tools, key=rank)
+
+
+def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
+    """The GRPOTrainer `run_grpo` trains: model, curriculum rows, rewards, environments, callbacks."""
     import datasets
     from trl import GRPOConfig, GRPOTrainer
 
@@ -124,9 +151,17 @@ def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) 
         peft_config=peft_config,
         callbacks=[*progress_callbacks(), live],
     )
+    present_tools_in_evaluation_order(trainer)
+    return trainer
+
+
+def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
+    trainer = build_grpo_trainer(config, console=console)
+    out = config.grpo_dir
+    tokenizer = trainer.processing_class
     trainer.train(resume_from_checkpoint=resume or None)
     final = out / "final"
-    final_model = trainer.model.merge_and_unload() if peft_config is not None else trainer.model
+    final_model = trainer.model.merge_and_unload() if config.grpo.lora.enabled else trainer.model
     final_model.save_pretrained(str(final))
     tokenizer.padding_side = "right"
     tokenizer.save_pretrained(str(final))

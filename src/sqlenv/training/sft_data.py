@@ -6,8 +6,16 @@ the model will read at evaluation and in GRPO. The plan per question (seeded):
 - sometimes SAMPLE one of them;
 - sometimes a first QUERY with a plausible mistake (a mistyped column or table), whose real error
   is shown, before the correct one;
-- the gold QUERY, then ANSWER with the gold result written in the answer format.
+- the gold QUERY, then ANSWER with the gold result written in the answer format;
+- the answer's verdict, then a short closing reply without a tool call (`CLOSING_REPLY`).
 Only trajectories the environment scores as correct are kept.
+
+Why the closing reply: evaluation stops asking the model once it has answered, but TRL's GRPO loop
+does not know the episode is over. It shows the answer tool's result and generates again, until a
+reply has no tool call or `max_tool_calling_iterations` is reached. A model never taught to stop
+goes on calling tools, which refuse (the episode is over): with the CPU config, rollouts used all
+6 tool calls, a third of them refused, and the post-answer tokens were trained on with the
+episode's advantage.
 
 The conversation starts with the same system message and question message as evaluation
 (`sqlenv.llm_policy`) and GRPO (`sqlenv.training.grpo`), and is tokenised with TRL's training
@@ -30,6 +38,7 @@ from sqlenv.tools import TOOLS, action_to_tool_call
 from sqlenv.verifier import format_answer
 
 MAX_DESCRIBED_TABLES = 3
+CLOSING_REPLY = "Done."  # after the answer's verdict: a reply without a tool call ends a TRL rollout
 
 
 def system_message(observation: SQLObservation) -> dict[str, str]:
@@ -94,14 +103,14 @@ def oracle_trajectory(
         call = action_to_tool_call(action)
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         observation = env.step(action)
-        if observation.done:  # the verdict after ANSWER is never shown to a model: not trained on
-            break
         messages.append(
             {"role": "tool", "name": call["function"]["name"], "content": tool_result_text(observation)}
         )
+        if observation.done:
+            break
     if not (observation.done and observation.metadata.get("correct")):
         return None
-    return messages
+    return [*messages, {"role": "assistant", "content": CLOSING_REPLY}]
 
 
 def oracle_conversations(

@@ -4,7 +4,7 @@ TRL makes every public method of the environment class a tool (its signature and
 docstring become the schema) and calls `reset(**row)` with the dataset row before each rollout.
 `SQLToolEnv` exposes `describe`, `sample`, `query` and `answer` with the docstrings of the shared
 tool schema (`sqlenv.tools.TOOLS`), so a model sees at training exactly the tools it sees at
-evaluation. Tool output is the text an evaluation policy reads back (`tool_result_text`). Once the
+evaluation (TRL sorts them by name; `sqlenv.training.grpo` restores the `TOOLS` order). Tool output is the text an evaluation policy reads back (`tool_result_text`). Once the
 episode is over (answered, or budget spent) every tool raises, which TRL shows the model as
 `{"error": ...}`.
 
