@@ -3,9 +3,10 @@
 Each rollout gets its own `SQLToolEnv` (in-process, or a WebSocket session on `grpo.env_url`),
 started on the row's question. The prompt is the evaluation prompt (system message and question
 message of `sqlenv.llm_policy`, tools from `sqlenv.tools.TOOLS` in that order:
-`present_tools_in_evaluation_order`), so the model trains on what it is evaluated on. Rewards are the three parts of the episode reward as separate reward functions
-(weights in the config; 1, 1, 1 is the environment's own total). The curriculum orders the train
-questions by difficulty (easy first) and the trainer reads them in that order.
+`present_tools_in_evaluation_order`), so the model trains on what it is evaluated on. Rewards are
+the three parts of the episode reward as separate reward functions (weights in the config; 1, 1, 1
+is the environment's own total). The curriculum orders the train questions by difficulty (easy
+first) and the trainer reads them in that order.
 """
 
 from __future__ import annotations
