@@ -383,17 +383,21 @@ def _wrong_scalar(texts: Sequence[str], answer_type: AnswerType) -> str:
     return f"wrong: expected a single {answer_type} value"
 
 
-def _is_single_value(text: str) -> bool:
+def _unwrapped_json(text: str) -> object:
+    """The text's JSON value with single-item lists unwrapped ([["x"]] -> "x"), or _NO_JSON."""
     parsed = _try_json(text)
     while isinstance(parsed, list) and len(parsed) == 1:
         parsed = parsed[0]
+    return parsed
+
+
+def _is_single_value(text: str) -> bool:
+    parsed = _unwrapped_json(text)
     return parsed is _NO_JSON or _as_cell(parsed) is not _NO_JSON
 
 
 def _scalar_candidates(text: str) -> Iterable[Cell]:
-    parsed = _try_json(text)
-    while isinstance(parsed, list) and len(parsed) == 1:
-        parsed = parsed[0]
+    parsed = _unwrapped_json(text)
     if parsed is not _NO_JSON and _as_cell(parsed) is not _NO_JSON:
         yield parsed  # type: ignore[misc]
     yield text
