@@ -135,3 +135,39 @@ def test_cli_eval_journal_continues_the_same_command(tmp_path: Path) -> None:
     other_seed = runner.invoke(app, [*command, "--seed", "3"])
     assert other_seed.exit_code != 0
     assert "journal of another run" in other_seed.output
+
+
+class _TextPolicy(RandomPolicy):
+    """A random player that declares a per-reply token limit, as the language-model policies do."""
+
+    def __init__(self, seed: int, max_new_tokens: int) -> None:
+        super().__init__(seed)
+        self.max_new_tokens = max_new_tokens
+
+
+def test_a_journal_is_refused_for_another_reply_token_limit(demo_dataset, tmp_path: Path) -> None:
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    journal = tmp_path / "j.jsonl"
+    evaluate(env, _TextPolicy(1, 96), 3, seed=0, journal=journal)
+    assert json.loads(journal.read_text().splitlines()[0])["max_new_tokens"] == 96
+    before = journal.read_bytes()
+    with pytest.raises(ValueError, match=r"max_new_tokens 96 \(this run: 256\)"):
+        evaluate(env, _TextPolicy(1, 256), 3, seed=0, journal=journal)
+    assert journal.read_bytes() == before
+    assert evaluate(env, _TextPolicy(1, 96), 3, seed=0, journal=journal).journal_episodes == 3
+
+
+def test_a_journal_from_before_the_limit_was_recorded_is_a_96_token_run(demo_dataset, tmp_path: Path) -> None:
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    text_journal, plain_journal = tmp_path / "text.jsonl", tmp_path / "plain.jsonl"
+    evaluate(env, _TextPolicy(1, 96), 3, seed=0, journal=text_journal)
+    evaluate(env, RandomPolicy(seed=1), 3, seed=0, journal=plain_journal)
+    for path in (text_journal, plain_journal):  # as an older sqlenv wrote them
+        lines = path.read_text().splitlines()
+        header = json.loads(lines[0])
+        del header["max_new_tokens"]
+        path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert evaluate(env, _TextPolicy(1, 96), 3, seed=0, journal=text_journal).journal_episodes == 3
+    with pytest.raises(ValueError, match=r"max_new_tokens 96 \(this run: 256\)"):
+        evaluate(env, _TextPolicy(1, 256), 3, seed=0, journal=text_journal)
+    assert evaluate(env, RandomPolicy(seed=1), 3, seed=0, journal=plain_journal).journal_episodes == 3

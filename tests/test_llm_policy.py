@@ -166,7 +166,7 @@ def test_openai_policy_plays_against_a_real_openai_compatible_server(openai_serv
     from sqlenv.llm_policy import OpenAIPolicy
 
     base_url, model = openai_server
-    remote = OpenAIPolicy(base_url, model, shots=1, example_dataset=demo_dataset, max_tokens=48)
+    remote = OpenAIPolicy(base_url, model, shots=1, example_dataset=demo_dataset, max_new_tokens=48)
     env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=3))
     observation = env.reset(question_id=env.questions[2].question_id)
     remote.reset(observation, seed=0)

@@ -102,26 +102,37 @@ DeviceOption = Annotated[
         show_default=False,
     ),
 ]
+MaxNewTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-new-tokens",
+        min=1,
+        help="tokens a language model may write per reply (default: $SQLENV_MAX_NEW_TOKENS, else 256)",
+        show_default=False,
+    ),
+]
 UrlOption = Annotated[
     str | None,
     typer.Option(help="play against a running `sqlenv serve` at this URL instead of in-process"),
 ]
 
 
-def _use_device(device: str | None) -> None:
-    """Check `--device` and hand it to the LLM policies through $SQLENV_DEVICE (which the workers
-    of a local Ray cluster, started after this, inherit; a remote cluster's workers do not)."""
-    if device is None:
-        return
+def _configure_language_models(device: str | None, max_new_tokens: int | None) -> None:
+    """Check `--device` and `--max-new-tokens` and hand them to the LLM policies through
+    $SQLENV_DEVICE and $SQLENV_MAX_NEW_TOKENS (which the workers of a local Ray cluster, started
+    after this, inherit; a remote cluster's workers do not)."""
     import os
 
-    from sqlenv.llm_policy import DEVICE_ENV, resolve_device
+    from sqlenv.llm_policy import DEVICE_ENV, MAX_NEW_TOKENS_ENV, resolve_device
 
-    try:
-        resolve_device(device)
-    except ValueError as exc:
-        _fail(str(exc))
-    os.environ[DEVICE_ENV] = device
+    if device is not None:
+        try:
+            resolve_device(device)
+        except ValueError as exc:
+            _fail(str(exc))
+        os.environ[DEVICE_ENV] = device
+    if max_new_tokens is not None:
+        os.environ[MAX_NEW_TOKENS_ENV] = str(max_new_tokens)
 
 
 def _policy_names(text: str) -> list[str]:
@@ -324,10 +335,11 @@ def eval_command(
     ray_address: RayAddressOption = None,
     journal: JournalOption = None,
     device: DeviceOption = None,
+    max_new_tokens: MaxNewTokensOption = None,
 ) -> None:
     """Evaluate policies on a dataset split and print a table of results."""
     names = _policy_names(policy)
-    _use_device(device)
+    _configure_language_models(device, max_new_tokens)
     results = _run_policies(
         names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address, journal
     )
@@ -371,10 +383,11 @@ def compare_command(
     ray_address: RayAddressOption = None,
     journal: JournalOption = None,
     device: DeviceOption = None,
+    max_new_tokens: MaxNewTokensOption = None,
 ) -> None:
     """Play several policies on the same questions with the same seeds and compare them."""
     names = _policy_names(policies)
-    _use_device(device)
+    _configure_language_models(device, max_new_tokens)
     if reports and out is None:
         _fail("--reports needs --out DIR")
     results = _run_policies(

@@ -526,7 +526,8 @@ def evaluate(
 
     `journal` (a JSON-lines file, `sqlenv.journal`) records each episode as it finishes; given the
     journal of an unfinished run with the same policy name, dataset, split, seed and episodes (and,
-    for a policy with a `weights_fingerprint`, the same weights), the run continues: the recorded
+    for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
+    `max_new_tokens`), the run continues: the recorded
     episodes are loaded (and passed to `on_episode` first), only the others are played.
     `wall_time_s` is then this call's time.
     """
@@ -546,6 +547,7 @@ def evaluate(
             seed=seed,
             jobs=plan,
             weights=getattr(policy, "weights_fingerprint", None),
+            max_new_tokens=getattr(policy, "max_new_tokens", None),
         )
         done = {index: _with_train_overlap(e, env.dataset) for index, e in opened.done.items()}
     from_journal = len(done)

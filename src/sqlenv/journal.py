@@ -7,9 +7,9 @@ question i of the run's plan with a seed derived from (seed, i), so the continue
 are the ones an uninterrupted run would have played.
 
 The first line is a header naming the run (policy, dataset, split, seed, a digest of the episode
-plan, and for a local model the fingerprint of its weights, `sqlenv.model_identity`); a journal
-from a different run is refused rather than mixed in: a model retrained into the same folder is
-another run. A last line cut short by a crash is ignored (that episode is played again).
+plan, for a local model the fingerprint of its weights, `sqlenv.model_identity`, and for a
+language model its per-reply token limit); a journal from a different run is refused rather than
+mixed in: a model retrained into the same folder, or given room for longer replies, is another run. A last line cut short by a crash is ignored (that episode is played again).
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from typing import Any
 from sqlenv.evaluation import EpisodeRecord, Job, StepRecord
 
 JOURNAL_FORMAT = "sqlenv-episode-journal/1"
+# Journals written before the header recorded `max_new_tokens` came from chat policies that all
+# used 96 tokens per reply; such a journal is that run's.
+LEGACY_MAX_NEW_TOKENS = 96
 
 
 def _plan_digest(jobs: Sequence[Job]) -> str:
@@ -51,6 +54,7 @@ class EpisodeJournal:
         seed: int,
         jobs: Sequence[Job],
         weights: str | None = None,
+        max_new_tokens: int | None = None,
     ):
         self.path = Path(path)
         self.header = {
@@ -62,6 +66,7 @@ class EpisodeJournal:
             "episodes": len(jobs),
             "plan": _plan_digest(jobs),
             "weights": weights,  # None for policies without weights of their own (and older journals)
+            "max_new_tokens": max_new_tokens,  # None for policies that generate no text
         }
         self._lock = threading.Lock()
         self.done: dict[int, EpisodeRecord] = {}
@@ -79,6 +84,8 @@ class EpisodeJournal:
             raise ValueError(f"{self.path} is not an episode journal (no header line)") from None
         if not isinstance(header, dict) or header.get("format") != JOURNAL_FORMAT:
             raise ValueError(f"{self.path} is not an episode journal ({JOURNAL_FORMAT})")
+        if "max_new_tokens" not in header and self.header["max_new_tokens"] is not None:
+            header["max_new_tokens"] = LEGACY_MAX_NEW_TOKENS
         differences = [
             f"{key} {header.get(key)!r} (this run: {value!r})"
             for key, value in self.header.items()

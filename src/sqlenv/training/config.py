@@ -68,7 +68,7 @@ class LiveSection:
     transcript_every: int = 10  # one full episode with the current model every m steps (0: never)
     eval_every: int = 10  # train-vs-eval success on a few questions every n steps (0: never)
     eval_questions: int = 4  # per split
-    max_new_tokens: int = 96
+    max_new_tokens: int = 256  # per reply, as `sqlenv eval` (sqlenv.llm_policy.DEFAULT_MAX_NEW_TOKENS)
 
 
 @dataclass
