@@ -841,3 +841,19 @@ def test_a_wrong_scalar_says_whether_its_shape_was_right(
     wanted an integer; neither message gives the gold away."""
     verdict = verify_answer(answer, [[gold]], answer_type, False)
     assert not verdict.correct and verdict.reason == reason and str(gold) not in reason
+
+
+@pytest.mark.parametrize(
+    ("answer", "answer_type", "gold", "order_sensitive", "reason"),
+    [
+        ('["a", "b"]', "list", [["x"]], False, "wrong: expected a list of 1 value in any order"),
+        ('["a"]', "list", [["x"], ["y"], ["z"]], True, "wrong: expected a list of 3 values in order"),
+        ('[["a", 1]]', "table", [["x", 1], ["y", 2]], False, "wrong: expected 2 rows of 2 columns"),
+        ('[["a", 1], ["b", 2]]', "table", [["x", 1]], False, "wrong: expected 1 row of 2 columns"),
+    ],
+)
+def test_a_wrong_list_or_table_names_the_expected_shape(
+    answer: str, answer_type: AnswerType, gold: list[list[Cell]], order_sensitive: bool, reason: str
+) -> None:
+    verdict = verify_answer(answer, gold, answer_type, order_sensitive)
+    assert not verdict.correct and verdict.reason == reason

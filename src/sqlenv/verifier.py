@@ -363,12 +363,16 @@ def verify_answer(
             if _rows_match([[i] for i in items], gold_items, order_sensitive, float_tolerance):
                 return Verdict(True, "correct")
         order = "in order" if order_sensitive else "in any order"
-        return Verdict(False, f"wrong: expected a list of {len(gold_rows)} values {order}")
+        return Verdict(False, f"wrong: expected a list of {_count(len(gold_rows), 'value')} {order}")
     width = len(gold_rows[0])
     for table in (t for text in texts for t in _table_candidates(text, width, len(gold_rows))):
         if _rows_match(table, gold_rows, order_sensitive, float_tolerance):
             return Verdict(True, "correct")
-    return Verdict(False, f"wrong: expected {len(gold_rows)} rows of {width} columns")
+    return Verdict(False, f"wrong: expected {_count(len(gold_rows), 'row')} of {width} columns")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _wrong_scalar(texts: Sequence[str], answer_type: AnswerType) -> str:
