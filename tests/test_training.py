@@ -320,6 +320,28 @@ def test_train_cli_reports_config_errors(tmp_path: Path) -> None:
 # ---- live visualisation ----------------------------------------------------------------------
 
 
+def test_the_live_reward_plot_includes_the_step_just_finished(tmp_path: Path) -> None:
+    """The Trainer calls on_step_end before it logs the step; the plot must still show that step."""
+    from transformers import TrainerState
+
+    from sqlenv.training.live import LiveVisualizationCallback
+
+    config = load_config(REPO / "configs" / "smoke.yaml")
+    callback = LiveVisualizationCallback(config, tmp_path, tokenizer=None, phase="grpo", play_episodes=False)
+    state = TrainerState()
+    callback.on_train_begin(None, state, None)
+    curves = tmp_path / "live" / "curves.png"
+    for step, reward in [(1, 0.1), (2, 0.4)]:
+        state.global_step = step
+        callback.on_step_end(None, state, None)  # the Trainer's order: step end, then its log
+        callback.on_log(None, state, None, logs={"reward": reward, "loss": 0.1})
+        assert curves.is_file(), f"no plot after step {step}"
+        drawn = curves.stat().st_mtime_ns
+    assert callback._curve_series()["total reward"] == ([1, 2], [0.1, 0.4])
+    callback.on_step_end(None, state, None)
+    assert curves.stat().st_mtime_ns == drawn  # nothing new to draw before the log
+
+
 def test_a_resumed_run_plots_from_its_first_step(tmp_path: Path) -> None:
     import json
 

@@ -76,11 +76,13 @@ class LiveVisualizationCallback(TrainerCallback):
     ) -> None:
         if logs:
             self.logs.append(_numbers(logs, state.global_step))
+            # Plotted here, not in on_step_end: the Trainer logs a step after its on_step_end, so
+            # a plot drawn there would always lack the step just finished.
+            if self.live.plot_every and state.global_step % self.live.plot_every == 0:
+                self.plot_curves(self.dir / "curves.png")
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
         step = state.global_step
-        if self.live.plot_every and step % self.live.plot_every == 0:
-            self.plot_curves(self.dir / "curves.png")
         if model is None or not self.play_episodes:
             return
         if self.live.transcript_every and step % self.live.transcript_every == 0:
