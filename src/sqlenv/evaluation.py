@@ -527,8 +527,8 @@ def evaluate(
     `journal` (a JSON-lines file, `sqlenv.journal`) records each episode as it finishes; given the
     journal of an unfinished run with the same policy name, dataset, split, seed and episodes (and,
     for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
-    `max_new_tokens`), the run continues: the recorded
-    episodes are loaded (and passed to `on_episode` first), only the others are played.
+    `max_new_tokens`), the run continues: the recorded episodes are loaded (and passed to
+    `on_episode` first), only the others are played.
     `wall_time_s` is then this call's time.
     """
     chosen = resolve_backend(parallel, backend)

@@ -9,7 +9,8 @@ are the ones an uninterrupted run would have played.
 The first line is a header naming the run (policy, dataset, split, seed, a digest of the episode
 plan, for a local model the fingerprint of its weights, `sqlenv.model_identity`, and for a
 language model its per-reply token limit); a journal from a different run is refused rather than
-mixed in: a model retrained into the same folder, or given room for longer replies, is another run. A last line cut short by a crash is ignored (that episode is played again).
+mixed in: a model retrained into the same folder, or given room for longer replies, is another
+run. A last line cut short by a crash is ignored (that episode is played again).
 """
 
 from __future__ import annotations
