@@ -71,6 +71,30 @@ def test_an_episode_with_the_real_model(policy: LLMPolicy, demo_dataset) -> None
         assert any("not a valid tool call" in str(m.get("content")) for m in policy._turns)
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["generate", "batcher"])
+def test_a_reply_cut_off_at_the_token_limit_is_named_in_the_transcript(
+    policy: LLMPolicy, demo_dataset, batched: bool
+) -> None:
+    """Four tokens cannot hold a tool call: every reply is cut off, and the transcript says so
+    (the environment only saw an unknown action). Both generation paths count the tokens."""
+    from sqlenv.evaluation import run_episode
+
+    short = policy.clone(max_batch=2 if batched else 1)
+    short.max_new_tokens = 4
+    assert (short._batcher is not None) is batched
+    env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=2))
+    episode = run_episode(env, short, env.questions[0].question_id, seed=0)
+    assert episode.format_errors == 2 and len(episode.transcript) == 2
+    for step in episode.transcript:
+        assert step.action.startswith(FORMAT_ERROR_ACTION)
+        assert step.error.startswith("not a valid tool call: ")
+        assert step.error.endswith("; the reply was cut off at the 4-token limit"), step.error
+        assert "unknown action type" not in step.error
+    # The model itself is told the problem alone, as before the limit was named.
+    told = [m["content"] for m in short._turns if m["role"] == "user"]
+    assert told and not any("cut off" in text for text in told)
+
+
 def test_the_prefix_cache_encodes_only_new_tokens_and_changes_no_reply(
     policy: LLMPolicy, demo_dataset
 ) -> None:
@@ -198,3 +222,16 @@ def test_openai_wire_format_links_tool_results_to_calls() -> None:
     call = wire[1]["tool_calls"][0]
     assert call["function"]["arguments"] == '{"sql": "SELECT 1"}'
     assert wire[2] == {"role": "tool", "tool_call_id": call["id"], "content": "1"}
+
+
+def test_openai_policy_names_a_reply_cut_off_at_the_token_limit(openai_server, demo_dataset) -> None:
+    from sqlenv.evaluation import run_episode
+    from sqlenv.llm_policy import OpenAIPolicy
+
+    base_url, model = openai_server
+    remote = OpenAIPolicy(base_url, model, max_new_tokens=4)
+    env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=1))
+    episode = run_episode(env, remote, env.questions[0].question_id, seed=0)
+    (step,) = episode.transcript
+    assert step.error.startswith("not a valid tool call: ")
+    assert step.error.endswith("; the reply was cut off at the 4-token limit"), step.error

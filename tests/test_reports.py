@@ -176,6 +176,30 @@ def test_transcripts_record_each_step_and_a_budget_without_answer(demo_dataset) 
     assert episode.format_errors == 0  # a policy without the attribute counts none
 
 
+def test_a_chat_policys_format_error_shows_its_reason_in_the_transcript(demo_dataset) -> None:
+    """The conversation logic of every chat-model policy, with scripted replies in place of a
+    model: a reply without a tool call, then a valid answer."""
+    from sqlenv.llm_policy import FORMAT_ERROR_ACTION, ChatToolPolicy
+
+    class Scripted(ChatToolPolicy):
+        name = "scripted"
+
+        def _reply(self) -> tuple[SQLAction | None, str, str]:
+            if self.format_errors == 0:
+                return None, "no tool call found", "The answer is 42."
+            return SQLAction(action_type="ANSWER", argument="42"), "", ""
+
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    policy = Scripted()
+    episode = evaluate(env, policy, n_episodes=1).episodes[0]
+    first, second = episode.transcript
+    assert first.action == f"{FORMAT_ERROR_ACTION} The answer is 42."
+    assert first.error == "not a valid tool call: no tool call found"  # not cut off: no limit named
+    assert second.action == "ANSWER 42" and "not a valid tool call" not in second.error
+    assert policy.last_format_error is None  # cleared by the valid reply
+    assert episode.format_errors == 1
+
+
 def test_oracle_and_random_produce_no_format_errors(demo_dataset) -> None:
     env = SQLEnvironment(dataset=demo_dataset, split="eval")
     for policy in (RandomPolicy(), OraclePolicy(demo_dataset)):

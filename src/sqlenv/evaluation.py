@@ -152,15 +152,19 @@ def run_episode(
     transcript: list[StepRecord] = []
     while not observation.done:
         action = policy.act(observation)
+        # A chat policy's reply that was no tool call reaches the environment as an unknown action;
+        # the transcript shows the policy's reason instead of the environment's "unknown action".
+        format_error = getattr(policy, "last_format_error", None)
         observation = env.step(action)
         reward = observation.reward or 0.0
         total += reward
         if record_transcript:
+            error = f"not a valid tool call: {format_error}" if format_error else observation.error
             transcript.append(
                 StepRecord(
                     action=_action_text(action),
                     result=_excerpt(observation.result, TRANSCRIPT_RESULT_CHARS),
-                    error=_excerpt(observation.error, TRANSCRIPT_RESULT_CHARS),
+                    error=_excerpt(error, TRANSCRIPT_RESULT_CHARS),
                     reward=round(reward, 6),
                 )
             )

@@ -273,6 +273,10 @@ class ChatToolPolicy:
         self._turns: list[dict[str, Any]] = []
         self._pending_problem: str | None = None
         self._seed = 0
+        # Why the last reply was not a tool call, for transcripts (None after a valid one). The
+        # model is told the problem alone; this also says when the reply hit the token limit.
+        self.last_format_error: str | None = None
+        self._reply_cut_off = False  # set by `_reply()`: the last reply stopped at max_new_tokens
 
     def reset(self, observation: SQLObservation, seed: int) -> None:
         if self._examples is None:
@@ -284,6 +288,7 @@ class ChatToolPolicy:
         self._turns = []
         self._pending_problem = None
         self.format_errors = 0
+        self.last_format_error = None
         self._seed = seed
 
     def act(self, observation: SQLObservation) -> SQLAction:
@@ -298,10 +303,17 @@ class ChatToolPolicy:
                 self._turns.append(
                     {"role": "tool", "name": last_call, "content": tool_result_text(observation)}
                 )
+        self._reply_cut_off = False
         action, problem, text = self._reply()
+        self.last_format_error = None
         if action is None:
             self.format_errors += 1
             self._pending_problem = problem
+            self.last_format_error = problem + (
+                f"; the reply was cut off at the {self.max_new_tokens}-token limit"
+                if self._reply_cut_off
+                else ""
+            )
             self._turns.append({"role": "assistant", "content": _truncate(text, 400)})
             return SQLAction(action_type=FORMAT_ERROR_ACTION, argument=_truncate(text, 200))
         self._turns.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
@@ -463,7 +475,9 @@ class LLMPolicy(ChatToolPolicy):
                 **options,
             )
         sequence = output.sequences[0]
-        self.generated_tokens += int(sequence.shape[0] - prompt.shape[1])
+        new_ids = sequence[prompt.shape[1] :].tolist()
+        self._note_cut_off(new_ids)
+        self.generated_tokens += len(new_ids)
         self.encoded_tokens += int(prompt.shape[1]) - reused
         if self.reuse_prefix_cache and output.past_key_values is not None:
             self._cache = output.past_key_values
@@ -483,11 +497,18 @@ class LLMPolicy(ChatToolPolicy):
                 seed=self._seed + len(self._turns),
             )
         )
+        self._note_cut_off(result.new_ids)
         self.generated_tokens += len(result.new_ids)
         self.encoded_tokens += result.encoded_tokens
         if self.reuse_prefix_cache:
             self._cache, self._cached_ids = result.cache, result.cached_ids
         return self.loaded.tokenizer.decode(result.new_ids, skip_special_tokens=False)
+
+    def _note_cut_off(self, new_ids: list[int]) -> None:
+        # `generate` pads a finished row of a batch, so count up to the first stop token.
+        stops = _stop_ids(self.loaded)
+        ended = any(token in stops for token in new_ids)
+        self._reply_cut_off = not ended and len(new_ids) >= self.max_new_tokens
 
     def _reusable_cache(self, prompt: Any) -> Any:
         """The previous call's key/value cache cut to the prefix it shares with `prompt`, or None.
@@ -590,7 +611,9 @@ class OpenAIPolicy(ChatToolPolicy):
             # Some servers (transformers serve among them) answer 500 when the model's tool call
             # is not valid JSON, instead of returning the text: that is the model's format error.
             return None, f"the server could not read the reply as a tool call ({exc.status_code})", ""
-        message = response.choices[0].message
+        choice = response.choices[0]
+        self._reply_cut_off = choice.finish_reason == "length"
+        message = choice.message
         text = message.content or ""
         if not message.tool_calls:
             return None, "no tool call found", text
