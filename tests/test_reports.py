@@ -187,17 +187,22 @@ def test_a_chat_policys_format_error_shows_its_reason_in_the_transcript(demo_dat
         def _reply(self) -> tuple[SQLAction | None, str, str]:
             if self.format_errors == 0:
                 return None, "no tool call found", "The answer is 42."
+            if self.format_errors == 1:  # a parser error quotes the reply after its first line
+                return None, "unreadable reply: not JSON.\nContent: '{\"name\": 42'", '{"name": 42'
             return SQLAction(action_type="ANSWER", argument="42"), "", ""
 
     env = SQLEnvironment(dataset=demo_dataset, split="eval")
     policy = Scripted()
     episode = evaluate(env, policy, n_episodes=1).episodes[0]
-    first, second = episode.transcript
+    first, second, third = episode.transcript
     assert first.action == f"{FORMAT_ERROR_ACTION} The answer is 42."
     assert first.error == "not a valid tool call: no tool call found"  # not cut off: no limit named
-    assert second.action == "ANSWER 42" and "not a valid tool call" not in second.error
+    assert second.error == "not a valid tool call: unreadable reply: not JSON."
+    assert third.action == "ANSWER 42" and "not a valid tool call" not in third.error
     assert policy.last_format_error is None  # cleared by the valid reply
-    assert episode.format_errors == 1
+    assert episode.format_errors == 2
+    # The model is told the whole problem, as before.
+    assert "Content: " in policy._turns[3]["content"]
 
 
 def test_oracle_and_random_produce_no_format_errors(demo_dataset) -> None:

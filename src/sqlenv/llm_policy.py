@@ -309,11 +309,11 @@ class ChatToolPolicy:
         if action is None:
             self.format_errors += 1
             self._pending_problem = problem
-            self.last_format_error = problem + (
-                f"; the reply was cut off at the {self.max_new_tokens}-token limit"
-                if self._reply_cut_off
-                else ""
-            )
+            # The first line only: a parser error goes on to quote the reply, which the action shows.
+            reason = problem.split("\n", 1)[0]
+            if self._reply_cut_off:
+                reason = f"cut off at the {self.max_new_tokens}-token limit; {reason}"
+            self.last_format_error = reason
             self._turns.append({"role": "assistant", "content": _truncate(text, 400)})
             return SQLAction(action_type=FORMAT_ERROR_ACTION, argument=_truncate(text, 200))
         self._turns.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
