@@ -505,7 +505,7 @@ class LLMPolicy(ChatToolPolicy):
         return self.loaded.tokenizer.decode(result.new_ids, skip_special_tokens=False)
 
     def _note_cut_off(self, new_ids: list[int]) -> None:
-        # `generate` pads a finished row of a batch, so count up to the first stop token.
+        # Cut off: as many new tokens as the limit allows, and none of them a stop token.
         stops = _stop_ids(self.loaded)
         ended = any(token in stops for token in new_ids)
         self._reply_cut_off = not ended and len(new_ids) >= self.max_new_tokens
