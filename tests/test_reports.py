@@ -178,7 +178,7 @@ def test_transcripts_record_each_step_and_a_budget_without_answer(demo_dataset) 
 
 def test_a_chat_policys_format_error_shows_its_reason_in_the_transcript(demo_dataset) -> None:
     """The conversation logic of every chat-model policy, with scripted replies in place of a
-    model: a reply without a tool call, then a valid answer."""
+    model: a reply without a tool call, one the parser rejects, then a valid answer."""
     from sqlenv.llm_policy import FORMAT_ERROR_ACTION, ChatToolPolicy
 
     class Scripted(ChatToolPolicy):
