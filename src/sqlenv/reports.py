@@ -3,9 +3,12 @@
 `write_report(result, directory)` writes
 
 - `results.json` — everything in `EvaluationResult.to_json()` (summary, by difficulty / answer
-  type / database / train overlap, format-error rate, every episode with its transcript);
-- `summary.md` — markdown tables: overall, by difficulty, by answer type, by database, and (when
-  some questions share their gold SQL with a train question) by overlap with the train split;
+  type / database / train overlap, format-error rate, every episode with its transcript), and
+  `episode_patterns`: how episodes ended, the actions they used and the patterns they show
+  (`sqlenv.episode_patterns`);
+- `summary.md` — markdown tables: overall, by difficulty, by answer type, by database, (when
+  some questions share their gold SQL with a train question) by overlap with the train split,
+  then how episodes ended, the actions they used and the patterns they show;
 - `success_by_difficulty.png`, `reward_distribution.png`, `steps_histogram.png` (matplotlib,
   drawn on Agg figures without touching pyplot's global state);
 - `transcripts.html` — one self-contained page (inline CSS and script, every text escaped): each
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlenv.episode_patterns import ACTION_KINDS, TRANSCRIPT_PATTERNS, pattern_summary
 from sqlenv.evaluation import SEEN_IN_TRAIN, EpisodeRecord, EvaluationResult
 
 PLOT_FILES: tuple[str, ...] = ("success_by_difficulty.png", "reward_distribution.png", "steps_histogram.png")
@@ -64,7 +68,8 @@ def write_report(result: EvaluationResult, directory: str | Path) -> ReportFiles
         path.write_text(text, encoding="utf-8")
         files.written.append(path)
 
-    write_text("results.json", json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+    data = {**result.to_json(), "episode_patterns": pattern_summary(result.episodes)}
+    write_text("results.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     write_text("summary.md", summary_markdown(result))
     write_text("transcripts.html", transcripts_html(result))
     try:
@@ -148,6 +153,7 @@ def summary_markdown(result: EvaluationResult) -> str:
             "",
             _markdown_table(["questions", *group_headers], _group_rows(result.by_train_overlap)),
         ]
+    parts += _patterns_markdown(result.episodes)
     parts += [
         "",
         "## Plots",
@@ -158,6 +164,55 @@ def summary_markdown(result: EvaluationResult) -> str:
         "",
     ]
     return "\n".join(parts)
+
+
+def _share(count: int, n: int) -> str:
+    return f"{count / n:.3f}" if n else "0.000"
+
+
+def _patterns_markdown(episodes: Sequence[EpisodeRecord]) -> list[str]:
+    """How episodes ended, the actions they used and the patterns they show, as markdown."""
+    summary = pattern_summary(episodes)
+    n = summary["n"]
+    if not n:
+        return []
+    ended = [[name, str(count), _share(count, n)] for name, count in summary["ended"].items()]
+    actions = [
+        [
+            kind,
+            str(summary["actions"][kind]["episodes"]),
+            f"{summary['actions'][kind]['mean_per_episode']:.2f}",
+        ]
+        for kind in ACTION_KINDS
+    ]
+    patterns = [
+        [
+            name,
+            str(p["episodes"]),
+            _share(p["episodes"], n),
+            f"{p['success_rate']:.3f}" if p["episodes"] else "–",
+        ]
+        for name, p in summary["patterns"].items()
+    ]
+    parts = [
+        "",
+        "## How episodes ended",
+        "",
+        _markdown_table(["ending", "episodes", "share"], ended),
+        "",
+        "## Actions and patterns",
+        "",
+        _markdown_table(["action", "episodes using it", "mean per episode"], actions),
+        "",
+        "An action sent again is compared as the environment's repeat penalty compares it (whitespace "
+        "folded, a final `;` dropped), in the transcript's text of it. Success: the share of the "
+        "episodes showing the pattern that were answered correctly.",
+        "",
+        _markdown_table(["pattern", "episodes", "share", "success"], patterns),
+    ]
+    if not any(name in summary["patterns"] for name in TRANSCRIPT_PATTERNS):
+        parts += ["", "The episodes have no transcripts: only format errors could be counted."]
+    return parts
 
 
 # ---- plots ------------------------------------------------------------------------------------

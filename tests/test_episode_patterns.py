@@ -1,0 +1,145 @@
+"""Episode patterns: endings, action counts and the failure patterns, read from real episodes played
+in the real environment on the demo databases, and their place in a report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sqlenv import SQLAction, SQLEnvironment
+from sqlenv.episode_patterns import (
+    ANSWERED_AFTER_FAILURE,
+    ANSWERED_WITHOUT_DATA,
+    ENDED_CORRECT,
+    ENDED_NO_ANSWER,
+    ENDED_WRONG,
+    FAILED_QUERY,
+    FORMAT_ERROR,
+    PATTERNS,
+    REPEATED_ACTION,
+    episode_pattern,
+    pattern_summary,
+)
+from sqlenv.evaluation import evaluate
+from sqlenv.models import SQLObservation
+from sqlenv.policies import OraclePolicy
+from sqlenv.reports import write_report
+
+
+class ScriptedPolicy:
+    """Plays a fixed list of (kind, argument) actions; `{table}` becomes the episode's first table."""
+
+    def __init__(self, name: str, script: list[tuple[str, str]], format_errors: int = 0) -> None:
+        self.name = name
+        self.script = script
+        self.errors_per_episode = format_errors
+
+    def reset(self, observation: SQLObservation, seed: int) -> None:
+        self.table = observation.schema_info.removeprefix("Tables:").split(",")[0].strip()
+        self.step = 0
+        self.format_errors = self.errors_per_episode
+
+    def act(self, observation: SQLObservation) -> SQLAction:
+        kind, argument = self.script[min(self.step, len(self.script) - 1)]
+        self.step += 1
+        return SQLAction(action_type=kind, argument=argument.format(table=self.table))
+
+
+# The model's habit in run 5: a query on a column that does not exist, the same query again (with
+# other spacing and a final ';', which the repeat penalty folds), then a column name as the answer.
+STUCK = ScriptedPolicy(
+    "stuck",
+    [
+        ("DESCRIBE", "{table}"),
+        ("QUERY", "SELECT no_such_column FROM {table}"),
+        ("QUERY", "SELECT  no_such_column FROM {table};"),
+        ("ANSWER", "no_such_column"),
+    ],
+)
+# A query that runs, a failed one, then a describe before the (wrong) answer: it failed a query but
+# neither answered right after it nor without data.
+RECOVERS = ScriptedPolicy(
+    "recovers",
+    [
+        ("QUERY", "SELECT count(*) FROM {table}"),
+        ("QUERY", "SELECT no_such_column FROM {table}"),
+        ("DESCRIBE", "{table}"),
+        ("ANSWER", "-12345"),
+    ],
+    format_errors=1,
+)
+EXPLORES = ScriptedPolicy("explores", [("SAMPLE", "{table}"), ("DESCRIBE", "{table}")])
+
+
+@pytest.fixture(scope="module")
+def env(demo_dataset) -> SQLEnvironment:
+    return SQLEnvironment(dataset=demo_dataset, split="eval")
+
+
+def test_a_stuck_episode_shows_the_failed_query_the_repeat_and_the_answer_without_data(env) -> None:
+    episode = evaluate(env, STUCK, n_episodes=1).episodes[0]
+    pattern = episode_pattern(episode)
+    assert pattern.ended == ENDED_WRONG
+    assert pattern.action_counts == {"DESCRIBE": 1, "SAMPLE": 0, "QUERY": 2, "ANSWER": 1}
+    assert pattern.patterns == {FAILED_QUERY, REPEATED_ACTION, ANSWERED_WITHOUT_DATA, ANSWERED_AFTER_FAILURE}
+    # The environment agrees that the second query was a repeat: it was charged the repeat penalty.
+    first_query, second_query = episode.transcript[1:3]
+    assert second_query.reward < first_query.reward
+
+
+def test_a_failed_query_followed_by_other_steps_is_not_an_answer_after_failure(env) -> None:
+    episode = evaluate(env, RECOVERS, n_episodes=1).episodes[0]
+    pattern = episode_pattern(episode)
+    assert pattern.ended == ENDED_WRONG
+    assert pattern.patterns == {FAILED_QUERY, FORMAT_ERROR}
+
+
+def test_the_oracle_shows_no_pattern_and_a_budget_run_out_is_no_answer(env) -> None:
+    oracle = evaluate(env, OraclePolicy(env.dataset), n_episodes=5).episodes
+    assert all(episode_pattern(e).ended == ENDED_CORRECT for e in oracle)
+    assert all(not episode_pattern(e).patterns for e in oracle)
+    explorer = evaluate(env, EXPLORES, n_episodes=1).episodes[0]
+    pattern = episode_pattern(explorer)
+    assert pattern.ended == ENDED_NO_ANSWER
+    assert pattern.patterns == {REPEATED_ACTION}  # it describes the same table over and over
+    assert pattern.action_counts["ANSWER"] == 0
+    assert sum(pattern.action_counts.values()) == env.config.step_budget
+
+
+def test_the_summary_counts_endings_actions_and_the_success_among_each_pattern(env) -> None:
+    episodes = [
+        *evaluate(env, STUCK, n_episodes=2).episodes,
+        *evaluate(env, OraclePolicy(env.dataset), n_episodes=2).episodes,
+    ]
+    summary = pattern_summary(episodes)
+    assert summary["n"] == 4
+    assert summary["ended"] == {ENDED_CORRECT: 2, ENDED_WRONG: 2, ENDED_NO_ANSWER: 0}
+    assert summary["actions"]["ANSWER"] == {"episodes": 4, "mean_per_episode": 1.0}
+    assert summary["actions"]["SAMPLE"]["episodes"] == 0
+    assert summary["patterns"][FAILED_QUERY] == {"episodes": 2, "success_rate": 0.0}
+    assert summary["patterns"][FORMAT_ERROR] == {"episodes": 0, "success_rate": 0.0}
+    assert set(summary["patterns"]) == set(PATTERNS)
+
+
+def test_without_transcripts_only_format_errors_are_looked_for(env) -> None:
+    episodes = evaluate(env, RECOVERS, n_episodes=2, record_transcripts=False).episodes
+    assert all(not e.transcript for e in episodes)
+    summary = pattern_summary(episodes)
+    assert set(summary["patterns"]) == {FORMAT_ERROR}
+    assert summary["patterns"][FORMAT_ERROR]["episodes"] == 2
+    assert summary["actions"]["QUERY"]["mean_per_episode"] == 2.0  # counted from the action history
+
+
+def test_a_report_shows_the_patterns_in_summary_md_and_results_json(env, tmp_path: Path) -> None:
+    result = evaluate(env, STUCK, n_episodes=3)
+    write_report(result, tmp_path)
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["episode_patterns"]["patterns"][REPEATED_ACTION]["episodes"] == 3
+    assert data["episode_patterns"]["ended"][ENDED_WRONG] == 3
+    text = (tmp_path / "summary.md").read_text()
+    assert "## How episodes ended" in text and "## Actions and patterns" in text
+    assert f"| {ENDED_WRONG} | 3 | 1.000 |" in text
+    assert f"| {ANSWERED_AFTER_FAILURE} | 3 | 1.000 | 0.000 |" in text
+    assert "| DESCRIBE | 3 | 1.00 |" in text
