@@ -143,3 +143,46 @@ def test_a_report_shows_the_patterns_in_summary_md_and_results_json(env, tmp_pat
     assert f"| {ENDED_WRONG} | 3 | 1.000 |" in text
     assert f"| {ANSWERED_AFTER_FAILURE} | 3 | 1.000 | 0.000 |" in text
     assert "| DESCRIBE | 3 | 1.00 |" in text
+
+
+def test_cli_patterns_reads_saved_reports_side_by_side(env, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+
+    write_report(evaluate(env, STUCK, n_episodes=3), tmp_path / "stuck-report")
+    write_report(evaluate(env, OraclePolicy(env.dataset), n_episodes=3), tmp_path / "oracle-report")
+    result = CliRunner().invoke(
+        app,
+        ["patterns", str(tmp_path / "stuck-report"), str(tmp_path / "oracle-report" / "results.json")],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") == 4}
+    assert [c.strip() for c in rows[ENDED_CORRECT].split("│")[2:4]] == ["0 (0%)", "3 (100%)"]
+    assert [c.strip() for c in rows[REPEATED_ACTION].split("│")[2:4]] == ["3 (0%)", "0"]
+    assert "stuck-report: stuck" in result.output and "oracle-report: oracle" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ("{not json", "is not JSON"),
+        ('{"policy": "x"}', "has no list of episodes"),
+        ('{"episodes": [{"question_id": "q1"}]}', "an episode is not an episode record"),
+    ],
+)
+def test_cli_patterns_names_what_is_wrong_with_a_file(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+
+    path = tmp_path / "results.json"
+    if content is not None:
+        path.write_text(content)
+    result = CliRunner().invoke(app, ["patterns", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())

@@ -1,4 +1,4 @@
-"""The `sqlenv` command (typer + rich): `eval`, `compare`, `data info`, `data download`, `serve`, `play`,
+"""The `sqlenv` command (typer + rich): `eval`, `compare`, `patterns`, `data info`, `data download`, `serve`, `play`,
 `train sft`, `train grpo`.
 
 Heavy modules (OpenEnv pulls in its web server stack) are imported inside the commands, so
@@ -408,6 +408,53 @@ def compare_command(
         if reports:
             for r in results:
                 _print_written(write_report(r, out / slug(r.policy)))
+
+
+@app.command("patterns")
+def patterns_command(
+    results: Annotated[
+        list[Path],
+        typer.Argument(help="results.json files (or the report folders holding them) written by --report"),
+    ],
+) -> None:
+    """How saved evaluations' episodes ended, the actions they used and their failure patterns,
+    side by side."""
+    from sqlenv.episode_patterns import ACTION_KINDS, pattern_summary
+    from sqlenv.reports import read_results
+
+    try:
+        runs = [read_results(path) for path in results]
+    except ValueError as error:
+        _fail(str(error))
+    summaries = [pattern_summary(run.episodes) for run in runs]
+    labels = [run.path.parent.name if run.path.name == "results.json" else run.path.name for run in runs]
+    table = Table(
+        title="episodes: how they ended; actions per episode; patterns: episodes (success among them)",
+        caption="\n".join(f"{label}: {run.policy}" for label, run in zip(labels, runs, strict=True)),
+    )
+    table.add_column("", no_wrap=True)
+    for label in labels:
+        table.add_column(label, justify="right")
+    table.add_row("episodes", *(str(s["n"]) for s in summaries))
+    for ending in summaries[0]["ended"]:
+        table.add_row(
+            ending, *(f"{s['ended'][ending]} ({s['ended'][ending] / max(s['n'], 1):.0%})" for s in summaries)
+        )
+    for kind in ACTION_KINDS:
+        table.add_row(
+            f"{kind} per episode", *(f"{s['actions'][kind]['mean_per_episode']:.2f}" for s in summaries)
+        )
+    names = dict.fromkeys(name for s in summaries for name in s["patterns"])
+    for name in names:
+        cells = []
+        for s in summaries:
+            p = s["patterns"].get(name)
+            if p is None:
+                cells.append("no transcripts")
+            else:
+                cells.append(f"{p['episodes']} ({p['success_rate']:.0%})" if p["episodes"] else "0")
+        table.add_row(name, *cells)
+    console.print(table)
 
 
 def _difficulty_columns(results: list[EvaluationResult]) -> list[str]:

@@ -95,6 +95,13 @@ class EpisodeRecord:
     # questions and datasets without a train split.
     seen_in_train: bool | None = None
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
+        """An episode as `asdict` wrote it: a journal entry, or one of results.json's episodes."""
+        fields = dict(data)
+        fields["transcript"] = [StepRecord(**step) for step in fields.get("transcript", [])]
+        return cls(**fields)
+
 
 @dataclass
 class EvaluationResult:

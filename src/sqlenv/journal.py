@@ -21,9 +21,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
-from sqlenv.evaluation import EpisodeRecord, Job, StepRecord
+from sqlenv.evaluation import EpisodeRecord, Job
 
 JOURNAL_FORMAT = "sqlenv-episode-journal/1"
 # Journals written before the header recorded `max_new_tokens` came from chat policies that all
@@ -34,12 +33,6 @@ LEGACY_MAX_NEW_TOKENS = 96
 def _plan_digest(jobs: Sequence[Job]) -> str:
     text = "\n".join(f"{i}\t{qid}\t{seed}" for i, qid, seed in jobs)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _episode(data: dict[str, Any]) -> EpisodeRecord:
-    fields = dict(data)
-    fields["transcript"] = [StepRecord(**step) for step in fields.get("transcript", [])]
-    return EpisodeRecord(**fields)
 
 
 class EpisodeJournal:
@@ -101,7 +94,7 @@ class EpisodeJournal:
         for number, line in enumerate(lines[1:], start=2):
             try:
                 entry = json.loads(line)
-                self.done[int(entry["index"])] = _episode(entry["episode"])
+                self.done[int(entry["index"])] = EpisodeRecord.from_json(entry["episode"])
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 if number == len(lines):  # the last line, cut short when the run was stopped
                     self.path.write_text("".join(line + "\n" for line in lines[:-1]), encoding="utf-8")

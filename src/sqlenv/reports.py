@@ -14,6 +14,8 @@
 - `transcripts.html` — one self-contained page (inline CSS and script, every text escaped): each
   episode's question, actions, results, rewards and verdict, filterable by outcome and text.
 
+`read_results(path)` reads a results.json back (for `sqlenv patterns`).
+
 `write_comparison(results, directory)` writes `compare.json` and `compare.png` for several
 policies played on the same questions with the same seeds. Plots need matplotlib (the `eval`
 extra); without it the other files are still written and the plots are reported as skipped.
@@ -77,6 +79,35 @@ def write_report(result: EvaluationResult, directory: str | Path) -> ReportFiles
     except ImportError:
         files.skipped += [f"{name} (matplotlib missing: pip install 'sqlenv[eval]')" for name in PLOT_FILES]
     return files
+
+
+@dataclass(frozen=True)
+class SavedResults:
+    """The episodes of a results.json that a report wrote, with the policy that played them."""
+
+    path: Path
+    policy: str
+    episodes: list[EpisodeRecord]
+
+
+def read_results(path: str | Path) -> SavedResults:
+    """Read back a report's results.json; ValueError (saying what is wrong) for anything else."""
+    source = Path(path)
+    if source.is_dir():
+        source = source / "results.json"
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{source}: no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{source} is not JSON: {error}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
+        raise ValueError(f"{source} is not an evaluation's results.json (it has no list of episodes)")
+    try:
+        episodes = [EpisodeRecord.from_json(e) for e in data["episodes"]]
+    except (TypeError, ValueError) as error:  # a missing or unknown field, a step that is no object
+        raise ValueError(f"{source}: an episode is not an episode record ({error})") from None
+    return SavedResults(source, str(data.get("policy", "?")), episodes)
 
 
 def _title(result: EvaluationResult) -> str:
