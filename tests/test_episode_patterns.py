@@ -164,6 +164,18 @@ def test_cli_patterns_reads_saved_reports_side_by_side(env, tmp_path: Path) -> N
     assert "stuck-report: stuck" in result.output and "oracle-report: oracle" in result.output
 
 
+EPISODE_FIELDS = {
+    "question_id": "q1",
+    "db_id": "d",
+    "difficulty": "easy",
+    "answer_type": "integer",
+    "success": False,
+    "total_reward": 0.0,
+    "steps": 2,
+    "actions": [],
+}
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -171,6 +183,11 @@ def test_cli_patterns_reads_saved_reports_side_by_side(env, tmp_path: Path) -> N
         ("{not json", "is not JSON"),
         ('{"policy": "x"}', "has no list of episodes"),
         ('{"episodes": [{"question_id": "q1"}]}', "an episode is not an episode record"),
+        (
+            json.dumps({"episodes": [{**EPISODE_FIELDS, "actions": [1, 2]}]}),
+            "episode 'q1' has an action or error that is not text",
+        ),
+        ("", "is not JSON"),
     ],
 )
 def test_cli_patterns_names_what_is_wrong_with_a_file(

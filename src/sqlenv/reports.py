@@ -99,6 +99,8 @@ def read_results(path: str | Path) -> SavedResults:
         data = json.loads(source.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{source}: no such file") from None
+    except OSError as error:
+        raise ValueError(f"{source} cannot be read: {error.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"{source} is not JSON: {error}") from None
     if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
@@ -107,6 +109,12 @@ def read_results(path: str | Path) -> SavedResults:
         episodes = [EpisodeRecord.from_json(e) for e in data["episodes"]]
     except (TypeError, ValueError) as error:  # a missing or unknown field, a step that is no object
         raise ValueError(f"{source}: an episode is not an episode record ({error})") from None
+    for episode in episodes:  # what the pattern counts read as text
+        texts = [*episode.actions, *(t for step in episode.transcript for t in (step.action, step.error))]
+        if not all(isinstance(t, str) for t in texts):
+            raise ValueError(
+                f"{source}: episode {episode.question_id!r} has an action or error that is not text"
+            )
     return SavedResults(source, str(data.get("policy", "?")), episodes)
 
 
