@@ -143,6 +143,9 @@ def test_a_report_shows_the_patterns_in_summary_md_and_results_json(env, tmp_pat
     assert f"| {ENDED_WRONG} | 3 | 1.000 |" in text
     assert f"| {ANSWERED_AFTER_FAILURE} | 3 | 1.000 | 0.000 |" in text
     assert "| DESCRIBE | 3 | 1.00 |" in text
+    page = (tmp_path / "transcripts.html").read_text()  # each episode names its patterns, for the filter
+    expected = " · ".join([FAILED_QUERY, REPEATED_ACTION, ANSWERED_WITHOUT_DATA, ANSWERED_AFTER_FAILURE])
+    assert page.count(f'<div class="patterns">{expected}</div>') == 3
 
 
 def test_cli_patterns_reads_saved_reports_side_by_side(env, tmp_path: Path) -> None:

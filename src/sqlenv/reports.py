@@ -12,7 +12,8 @@
 - `success_by_difficulty.png`, `reward_distribution.png`, `steps_histogram.png` (matplotlib,
   drawn on Agg figures without touching pyplot's global state);
 - `transcripts.html` — one self-contained page (inline CSS and script, every text escaped): each
-  episode's question, actions, results, rewards and verdict, filterable by outcome and text.
+  episode's question, failure patterns, actions, results, rewards and verdict, filterable by
+  outcome and text (a pattern's name finds the episodes that show it).
 
 `read_results(path)` reads a results.json back (for `sqlenv patterns`).
 
@@ -32,7 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlenv.episode_patterns import ACTION_KINDS, TRANSCRIPT_PATTERNS, pattern_summary
+from sqlenv.episode_patterns import (
+    ACTION_KINDS,
+    PATTERNS,
+    TRANSCRIPT_PATTERNS,
+    episode_pattern,
+    pattern_summary,
+)
 from sqlenv.evaluation import SEEN_IN_TRAIN, EpisodeRecord, EvaluationResult
 
 PLOT_FILES: tuple[str, ...] = ("success_by_difficulty.png", "reward_distribution.png", "steps_histogram.png")
@@ -380,7 +387,7 @@ def _save(figure: Any, path: Path) -> Path:
 _PAGE_STYLE = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;
 padding:1rem 1.5rem;color:#1d2a30;background:#fafafa}
-h1{font-size:1.5rem;margin:.2rem 0}.meta{color:#555;margin-bottom:.8rem}
+h1{font-size:1.5rem;margin:.2rem 0}.meta{color:#555;margin-bottom:.8rem}.patterns{color:#9a3412;margin:.2rem 0}
 .bar{position:sticky;top:0;background:#fafafa;padding:.5rem 0;border-bottom:1px solid #ddd;z-index:1}
 .bar button{font:inherit;padding:.25rem .8rem;margin-right:.3rem;border:1px solid #999;border-radius:4px;
 background:#fff;cursor:pointer}.bar button.on{background:#264653;color:#fff;border-color:#264653}
@@ -441,6 +448,9 @@ def _episode_html(index: int, episode: EpisodeRecord) -> str:
         ]
     format_note = f", {episode.format_errors} format errors" if episode.format_errors else ""
     seen_note = " · gold SQL seen in train" if episode.seen_in_train else ""
+    shows = episode_pattern(episode).patterns
+    found = [name for name in PATTERNS if name in shows]  # names the text filter can find
+    patterns = f'<div class="patterns">{e(" · ".join(found))}</div>' if found else ""
     return (
         f'<details class="episode {"ok" if ok else "fail"}" data-success="{int(ok)}" id="ep-{index}">'
         f'<summary><span class="tag">{"solved" if ok else "failed"}</span> '
@@ -449,6 +459,7 @@ def _episode_html(index: int, episode: EpisodeRecord) -> str:
         f"{format_note}"
         f" — {e(_short(episode.question, 90))}</summary>"
         f'<div class="q">{e(episode.question)}</div>'
+        f"{patterns}"
         "<table><thead><tr><th>#</th><th>action</th><th>result</th><th>reward</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
