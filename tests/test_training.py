@@ -304,6 +304,37 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
     assert config.grpo.max_steps == 5 and config.grpo.lora.enabled and config.sft.enabled
 
 
+def test_bf16_is_true_false_or_auto(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("sft:\n  bf16: auto\ngrpo:\n  bf16: false\n")
+    loaded = load_config(config)
+    assert loaded.sft.bf16 == "auto" and loaded.grpo.bf16 is False
+    assert load_config(config, {"grpo.bf16": True}).grpo.bf16 is True
+    with pytest.raises(ValueError, match=r"grpo\.bf16: expected true, false or auto, got 'yes please'"):
+        load_config(config, {"grpo.bf16": "yes please"})
+
+
+def test_auto_bf16_follows_the_hardware_and_an_explicit_one_on_emulating_hardware_warns() -> None:
+    import warnings
+
+    from sqlenv.training.models import bf16_for, native_bf16, resolve_bf16
+
+    assert resolve_bf16("auto", True, "CPU with AVX512", "sft") is True
+    assert resolve_bf16("auto", False, "CPU with AVX2", "sft") is False
+    assert resolve_bf16(False, True, "CPU with AVX512", "sft") is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning where bfloat16 is native
+        assert resolve_bf16(True, True, "CPU with AVX512", "sft") is True
+    with pytest.warns(
+        UserWarning, match=r"grpo\.bf16 is true, but this CPU with AVX2 has no native bfloat16"
+    ):
+        assert resolve_bf16(True, False, "CPU with AVX2", "grpo") is True
+    # On this machine: auto gives what the hardware check says, and the check names the device.
+    native, device = native_bf16()
+    assert device.startswith(("CPU with ", "GPU "))
+    assert bf16_for("auto", "sft") is native
+
+
 def test_train_cli_reports_config_errors(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

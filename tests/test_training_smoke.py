@@ -43,8 +43,8 @@ def _train(phase: str, out: Path, spider_dir: Path, *extra: str) -> subprocess.C
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory, spider_dir: Path) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("smoke")
-    _train("sft", out, spider_dir)
-    _train("grpo", out, spider_dir)
+    for phase in ("sft", "grpo"):
+        (out / f"{phase}-output.txt").write_text(_train(phase, out, spider_dir).stdout)
     yield out
     # Models and optimizer states take about 4 GB: free them once this module is done, pass or fail.
     shutil.rmtree(out, ignore_errors=True)
@@ -56,6 +56,13 @@ def test_sft_learns_on_assistant_turns(smoke_run: Path) -> None:
     assert len(losses) >= 3 and losses[-1] < losses[0]
     assert (smoke_run / "sft" / "final" / "config.json").is_file()
     assert (smoke_run / "sft" / "live" / "curves.png").stat().st_size > 10_000
+
+
+def test_training_says_whether_it_autocasts_to_bf16(smoke_run: Path) -> None:
+    # smoke.yaml leaves bf16 at its default, false: float32 whatever the hardware.
+    for phase in ("sft", "grpo"):
+        output = " ".join((smoke_run / f"{phase}-output.txt").read_text().split())
+        assert f"{phase}: bf16 autocast off ({phase}.bf16: false; this " in output
 
 
 def test_grpo_calls_tools_gets_varied_rewards_and_updates_the_model(smoke_run: Path) -> None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 DIFFICULTIES = ("easy", "medium", "hard", "extra")
+# "auto": bf16 autocast only where the hardware computes in bfloat16 (`sqlenv.training.models`).
+Bf16Setting = bool | Literal["auto"]
 
 
 @dataclass
@@ -25,7 +27,7 @@ class SFTSection:
     gradient_accumulation_steps: int = 8
     sample_rate: float = 0.3  # share of trajectories that SAMPLE a table
     mistake_rate: float = 0.2  # share with a first, mistaken query that is then corrected
-    bf16: bool = False  # autocast to bfloat16 (about 2x faster on CPUs with AVX-512 BF16)
+    bf16: Bf16Setting = False  # autocast to bfloat16: true, false or "auto" (`resolve_bf16`)
     save_steps: int = 50
 
 
@@ -57,7 +59,7 @@ class GRPOSection:
         default_factory=lambda: {"correctness": 1.0, "progress": 1.0, "operational": 1.0}
     )
     env_url: str | None = None  # play rollouts on a sqlenv server instead of in-process
-    bf16: bool = False
+    bf16: Bf16Setting = False
     save_steps: int = 10
     lora: LoRASection = field(default_factory=LoRASection)
 
@@ -142,6 +144,10 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
             f"grpo.batch_size ({config.grpo.batch_size}) must be a multiple of grpo.num_generations "
             f"({config.grpo.num_generations})"
         )
+    for section in ("sft", "grpo"):
+        value = getattr(config, section).bf16
+        if not (isinstance(value, bool) or value == "auto"):
+            raise ValueError(f"{section}.bf16: expected true, false or auto, got {value!r}")
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})
     if unknown_rewards:
         raise ValueError(f"grpo.reward_weights: unknown part(s) {unknown_rewards}")

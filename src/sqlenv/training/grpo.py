@@ -84,7 +84,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
 
     from sqlenv.data import load_dataset
     from sqlenv.training.live import LiveVisualizationCallback
-    from sqlenv.training.models import has_gpu, load_trainable, progress_callbacks, set_threads
+    from sqlenv.training.models import bf16_for, has_gpu, load_trainable, progress_callbacks, set_threads
     from sqlenv.training.trl_env import REWARD_FUNCS, SQLToolEnv
 
     set_threads(config.threads)
@@ -105,6 +105,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
             f"GRPO from {init}: {len(rows)} train questions ({', '.join(section.curriculum)}), "
             f"{section.max_steps} steps x {section.batch_size} rollouts ({section.num_generations} per question)"
         )
+    bf16 = bf16_for(section.bf16, "grpo", console)
     names = list(REWARD_FUNCS)
     out = config.grpo_dir
     args = GRPOConfig(
@@ -120,7 +121,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         beta=section.beta,
         reward_weights=[section.reward_weights.get(n, 1.0) for n in names],
         shuffle_dataset=False,  # the curriculum's order
-        bf16=section.bf16,
+        bf16=bf16,
         use_cpu=not has_gpu(),
         activation_checkpointing=False,
         logging_steps=1,

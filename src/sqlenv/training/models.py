@@ -1,8 +1,15 @@
 """Loading a model to train: the tokenizer with a tool-calling chat template TRL knows, and the
-model in float32 (the CPU's training type; bf16 autocast is a config option)."""
+model in float32 (the CPU's training type), and whether to autocast it to bfloat16.
+
+bf16 autocast pays only where the hardware computes in bfloat16: a GPU that supports it, or a CPU
+with AVX-512 BF16 or AMX. Elsewhere PyTorch emulates it, and on this project's 2-core AVX2 machine
+an SFT step took 10.7x as long as in float32 (`benchmarks/bench_training.py`). The configs
+say `bf16: auto`, which asks the hardware (`resolve_bf16`).
+"""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 
@@ -40,6 +47,46 @@ def has_gpu() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def native_bf16() -> tuple[bool, str]:
+    """(whether the device training runs on computes in bfloat16, what it is) for `resolve_bf16`."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.is_bf16_supported(), f"GPU {torch.cuda.get_device_name()}"
+    # Private but long-standing helpers (torch.cpu); absent ones count as no support.
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    native = any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+    return native, f"CPU with {torch.backends.cpu.get_cpu_capability()}"
+
+
+def resolve_bf16(setting: bool | str, native: bool, device: str, where: str) -> bool:
+    """The bf16 flag to give the trainer for a config's `bf16` setting (true, false or "auto").
+    "auto" follows the hardware; an explicit true on hardware that would emulate bfloat16 is kept
+    (the user asked for it) with a warning, because it makes training many times slower."""
+    if setting == "auto":
+        return native
+    if setting and not native:
+        warnings.warn(
+            f"{where}.bf16 is true, but this {device} has no native bfloat16: PyTorch emulates it, "
+            "which makes training many times slower than float32. Use bf16: auto or false.",
+            stacklevel=2,
+        )
+    return bool(setting)
+
+
+def bf16_for(setting: bool | str, where: str, console: Any = None) -> bool:
+    """`resolve_bf16` on this machine's training device, saying the outcome on `console`."""
+    native, device = native_bf16()
+    bf16 = resolve_bf16(setting, native, device, where)
+    if console is not None:
+        support = "computes" if native else "has no native"
+        console.print(
+            f"{where}: bf16 autocast {'on' if bf16 else 'off'} ({where}.bf16: {str(setting).lower()}; "
+            f"this {device} {support} bfloat16)"
+        )
+    return bf16
 
 
 def set_threads(threads: int | None) -> None:

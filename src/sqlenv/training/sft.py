@@ -20,7 +20,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
 
     from sqlenv.data import load_dataset
     from sqlenv.training.live import LiveVisualizationCallback
-    from sqlenv.training.models import has_gpu, load_trainable, progress_callbacks, set_threads
+    from sqlenv.training.models import bf16_for, has_gpu, load_trainable, progress_callbacks, set_threads
     from sqlenv.training.sft_data import sft_dataset
 
     set_threads(config.threads)
@@ -46,6 +46,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
             f"SFT data: {counts['examples']} oracle trajectories, {counts['tokens']:,} tokens "
             f"({counts['too_long']} longer than {section.max_length} tokens left out)"
         )
+    bf16 = bf16_for(section.bf16, "sft", console)
     out = config.sft_dir
     args = SFTConfig(
         output_dir=str(out),
@@ -58,7 +59,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         max_length=section.max_length,
         assistant_only_loss=False,  # the tokenised rows carry assistant_masks: the loss is on those only
         activation_checkpointing=False,  # TRL turns it on; a 135M model fits without, and runs ~30% faster
-        bf16=section.bf16,
+        bf16=bf16,
         use_cpu=not has_gpu(),
         logging_steps=1,
         save_steps=section.save_steps,
