@@ -246,6 +246,90 @@ def test_mistaken_sql_is_a_plausible_typo() -> None:
     assert mistaken_sql("not sql at all ((", random.Random(0)) is None
 
 
+def _calls(conversation: list[dict]) -> list[tuple[str, str]]:
+    """(tool, its one argument) of each assistant tool call."""
+    return [
+        (
+            m["tool_calls"][0]["function"]["name"],
+            next(iter(m["tool_calls"][0]["function"]["arguments"].values())),
+        )
+        for m in conversation
+        if m["role"] == "assistant" and "tool_calls" in m
+    ]
+
+
+def test_recovering_trajectories_describe_the_mistyped_names_table_after_the_error(demo_dataset) -> None:
+    from sqlenv.tools import tool_call_to_action
+    from sqlenv.training.sft_data import oracle_conversations
+
+    def after_errors(conversations: list[list[dict]]) -> list[tuple[str, str]]:
+        """The call right after each failed query, with the tables looked at before the failure."""
+        found = []
+        for c in conversations:
+            calls = _calls(c)
+            results = [m["content"] for m in c if m["role"] == "tool"]
+            for i, (tool, _) in enumerate(calls[:-1]):
+                if tool == "query" and results[i].startswith("error: "):
+                    seen = {arg.casefold() for t, arg in calls[:i] if t in ("describe", "sample")}
+                    found.append((*calls[i + 1], seen))
+        return found
+
+    plain = oracle_conversations(demo_dataset, seed=5, mistake_rate=1.0)
+    assert plain and all(tool == "query" for tool, _, _ in after_errors(plain))  # corrected at once
+
+    recovering = oracle_conversations(demo_dataset, seed=5, mistake_rate=1.0, recovery_rate=1.0)
+    followups = after_errors(recovering)
+    described_after = [(arg, seen) for tool, arg, seen in followups if tool == "describe"]
+    # Every mistake whose table is known recovers: most do (a column of an aliased join, a table).
+    assert len(described_after) >= 0.6 * len(followups)
+    # The table described after the error had not been looked at before it.
+    assert all(arg.casefold() not in seen for arg, seen in described_after)
+    assert any(_calls(c)[0][0] == "query" for c in recovering)  # some start by querying
+    # Each recovering trajectory still replays to a correct answer.
+    env = SQLEnvironment(dataset=demo_dataset, split="train")
+    by_question = {r.question: r for r in demo_dataset.split("train")}
+    for conversation in recovering[:25]:
+        question = conversation[1]["content"].split("\n")[0].removeprefix("Question: ")
+        env.reset(question_id=by_question[question].question_id)
+        for message in conversation:
+            if message["role"] == "assistant" and "tool_calls" in message:
+                function = message["tool_calls"][0]["function"]
+                observation = env.step(tool_call_to_action(function["name"], function["arguments"]))
+        assert observation.done and observation.metadata["correct"]
+
+
+def test_a_mistake_names_the_table_of_the_mistyped_name() -> None:
+    import random
+
+    import sqlglot
+    from sqlglot import exp
+
+    from sqlenv.training.sft_data import mistake
+
+    gold = "SELECT T1.name, count(*) FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id GROUP BY T1.name"
+    owners = {"t1": "singer", "t2": "concert"}
+    gold_columns = [c.sql() for c in sqlglot.parse_one(gold).find_all(exp.Column)]
+    kinds = set()
+    for seed in range(30):
+        found = mistake(gold, random.Random(seed))
+        assert found is not None and found.sql != gold
+        columns = list(sqlglot.parse_one(found.sql).find_all(exp.Column))
+        changed = [c for c, before in zip(columns, gold_columns, strict=True) if c.sql() != before]
+        if changed:  # a mistyped column: its alias names the table
+            kinds.add("column")
+            assert found.table == owners[changed[0].table.casefold()]
+        else:  # a mistyped table: singers or concerts
+            kinds.add("table")
+            assert f"{found.table}s" in found.sql
+    assert kinds == {"column", "table"}
+    single = mistake("SELECT age FROM singer WHERE age > 20", random.Random(0))
+    assert single is not None and single.table == "singer"  # unqualified, but only one table
+    several = [
+        mistake("SELECT name FROM singer JOIN concert ON id = singer_id", random.Random(s)) for s in range(30)
+    ]
+    assert any(m is not None and m.table is None for m in several)  # unqualified over two tables: unknown
+
+
 @needs_smollm2
 def test_sft_rows_are_rendered_like_grpo_prompts_with_loss_on_assistant_turns(demo_dataset) -> None:
     from sqlenv.training.models import load_tokenizer

@@ -27,6 +27,7 @@ class SFTSection:
     gradient_accumulation_steps: int = 8
     sample_rate: float = 0.3  # share of trajectories that SAMPLE a table
     mistake_rate: float = 0.2  # share with a first, mistaken query that is then corrected
+    recovery_rate: float = 0.0  # of those, share that describe the mistyped name's table after the error
     bf16: Bf16Setting = False  # autocast to bfloat16: true, false or "auto" (`resolve_bf16`)
     save_steps: int = 50
 

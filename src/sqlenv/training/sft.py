@@ -35,6 +35,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         max_length=section.max_length,
         sample_rate=section.sample_rate,
         mistake_rate=section.mistake_rate,
+        recovery_rate=section.recovery_rate,
     )
     if counts["examples"] == 0:
         raise ValueError(

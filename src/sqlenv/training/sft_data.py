@@ -6,6 +6,11 @@ the model will read at evaluation and in GRPO. The plan per question (seeded):
 - sometimes SAMPLE one of them;
 - sometimes a first QUERY with a plausible mistake (a mistyped column or table), whose real error
   is shown, before the correct one;
+- of those, a share (`recovery_rate`, 0 by default) that recover the way an agent should: the
+  table the mistyped name belongs to is not described up front but right after the error, and
+  only then comes the correct query. Evaluations showed why (`docs/results.md`, "How the episodes
+  go wrong"): trained models never recover from a failed query; they answer a column name or send
+  the query again.
 - the gold QUERY, then ANSWER with the gold result written in the answer format;
 - the answer's verdict, then a short closing reply without a tool call (`CLOSING_REPLY`).
 Only trajectories the environment scores as correct are kept.
@@ -26,6 +31,7 @@ markers), which yields the assistant-token mask for a loss on assistant turns on
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any
 
 import sqlglot
@@ -45,7 +51,16 @@ def system_message(observation: SQLObservation) -> dict[str, str]:
     return {"role": "system", "content": SYSTEM_PROMPT.format(budget=observation.budget_remaining)}
 
 
-def mistaken_sql(gold_sql: str, rng: random.Random) -> str | None:
+@dataclass(frozen=True)
+class Mistake:
+    """A gold query with one identifier mistyped, and the table that identifier belongs to (None
+    when the query does not say: an unqualified column in a query over several tables)."""
+
+    sql: str
+    table: str | None
+
+
+def mistake(gold_sql: str, rng: random.Random) -> Mistake | None:
     """The gold SQL with one identifier mistyped as people do (a column without its suffix, a
     plural table name), or None when the statement has nothing to mistype."""
     try:
@@ -57,18 +72,35 @@ def mistaken_sql(gold_sql: str, rng: random.Random) -> str | None:
     if columns and (not tables or rng.random() < 0.7):
         column = rng.choice(columns)
         name = column.name
+        by_alias = {(t.alias_or_name).casefold(): t.name for t in tables}
+        owner = by_alias.get(column.table.casefold()) if column.table else None
+        if owner is None and len({t.name.casefold() for t in tables}) == 1:
+            owner = tables[0].name
         wrong = name.rsplit("_", 1)[0] if "_" in name.strip("_") else f"{name}_name"
         column.set("this", exp.to_identifier(wrong))
     elif tables:
         table = rng.choice(tables)
+        owner = table.name
         table.set("this", exp.to_identifier(f"{table.name}s"))
     else:
         return None
-    return tree.sql(dialect="sqlite")
+    return Mistake(tree.sql(dialect="sqlite"), owner)
+
+
+def mistaken_sql(gold_sql: str, rng: random.Random) -> str | None:
+    """`mistake(...)`'s query alone."""
+    found = mistake(gold_sql, rng)
+    return found.sql if found else None
 
 
 def oracle_plan(
-    record: QuestionRecord, tables: list[str], rng: random.Random, *, sample_rate: float, mistake_rate: float
+    record: QuestionRecord,
+    tables: list[str],
+    rng: random.Random,
+    *,
+    sample_rate: float,
+    mistake_rate: float,
+    recovery_rate: float = 0.0,
 ) -> list[SQLAction]:
     described = list(record.tables_involved[:MAX_DESCRIBED_TABLES]) or tables[:1]
     rng.shuffle(described)
@@ -76,9 +108,20 @@ def oracle_plan(
     if described and rng.random() < sample_rate:
         plan.append(SQLAction(action_type="SAMPLE", argument=rng.choice(described)))
     if rng.random() < mistake_rate:
-        wrong = mistaken_sql(record.gold_sql, rng)
-        if wrong is not None and wrong.strip() != record.gold_sql.strip():
-            plan.append(SQLAction(action_type="QUERY", argument=wrong))
+        wrong = mistake(record.gold_sql, rng)
+        if wrong is not None and wrong.sql.strip() != record.gold_sql.strip():
+            culprit = next(
+                (t for t in described if wrong.table and t.casefold() == wrong.table.casefold()), None
+            )
+            # Drawn only when recovering is on, so that recovery_rate 0 plays the same trajectories
+            # as before it existed (the same seed, the same data).
+            if culprit is not None and recovery_rate > 0 and rng.random() < recovery_rate:
+                # Not looked at before the mistake (neither described nor sampled), then described.
+                plan = [a for a in plan if a.argument != culprit]
+                plan.append(SQLAction(action_type="QUERY", argument=wrong.sql))
+                plan.append(SQLAction(action_type="DESCRIBE", argument=culprit))
+            else:
+                plan.append(SQLAction(action_type="QUERY", argument=wrong.sql))
     plan.append(SQLAction(action_type="QUERY", argument=record.gold_sql))
     plan.append(
         SQLAction(action_type="ANSWER", argument=format_answer(record.gold_answer, record.answer_type))
@@ -93,12 +136,15 @@ def oracle_trajectory(
     *,
     sample_rate: float = 0.3,
     mistake_rate: float = 0.2,
+    recovery_rate: float = 0.0,
 ) -> list[dict[str, Any]] | None:
     """One conversation for `record` played in `env`; None when it does not end correct."""
     observation = env.reset(question_id=record.question_id)
     tables = [line.strip() for line in observation.schema_info.splitlines()[1:] if line.strip()]
     messages: list[dict[str, Any]] = [system_message(observation), question_message(observation)]
-    plan = oracle_plan(record, tables, rng, sample_rate=sample_rate, mistake_rate=mistake_rate)
+    plan = oracle_plan(
+        record, tables, rng, sample_rate=sample_rate, mistake_rate=mistake_rate, recovery_rate=recovery_rate
+    )
     for action in plan:
         call = action_to_tool_call(action)
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
@@ -121,6 +167,7 @@ def oracle_conversations(
     max_examples: int | None = None,
     sample_rate: float = 0.3,
     mistake_rate: float = 0.2,
+    recovery_rate: float = 0.0,
 ) -> list[list[dict[str, Any]]]:
     """Conversations for the split's questions (those with a non-empty gold result), seeded."""
     from sqlenv.environment import SQLEnvironment
@@ -133,7 +180,9 @@ def oracle_conversations(
     for record in records:
         if max_examples is not None and len(conversations) >= max_examples:
             break
-        conversation = oracle_trajectory(env, record, rng, sample_rate=sample_rate, mistake_rate=mistake_rate)
+        conversation = oracle_trajectory(
+            env, record, rng, sample_rate=sample_rate, mistake_rate=mistake_rate, recovery_rate=recovery_rate
+        )
         if conversation is not None:
             conversations.append(conversation)
     return conversations
@@ -171,6 +220,7 @@ def sft_dataset(
     max_length: int = 1_024,
     sample_rate: float = 0.3,
     mistake_rate: float = 0.2,
+    recovery_rate: float = 0.0,
 ) -> tuple[Any, dict[str, int]]:
     """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long)."""
     import datasets
@@ -178,7 +228,13 @@ def sft_dataset(
     template = training_template(tokenizer)
     rows, too_long = [], 0
     for messages in oracle_conversations(
-        dataset, split=split, seed=seed, max_examples=None, sample_rate=sample_rate, mistake_rate=mistake_rate
+        dataset,
+        split=split,
+        seed=seed,
+        max_examples=None,
+        sample_rate=sample_rate,
+        mistake_rate=mistake_rate,
+        recovery_rate=recovery_rate,
     ):
         if max_examples is not None and len(rows) >= max_examples:
             break
