@@ -236,14 +236,14 @@ def test_oracle_conversations_are_correct_episodes_with_varied_exploration(demo_
     assert all(c[-1] == {"role": "assistant", "content": CLOSING_REPLY} for c in conversations)
 
 
-def test_mistaken_sql_is_a_plausible_typo() -> None:
+def test_a_mistake_is_a_plausible_typo() -> None:
     import random
 
-    from sqlenv.training.sft_data import mistaken_sql
+    from sqlenv.training.sft_data import mistake
 
-    wrong = mistaken_sql("SELECT song_name FROM singer WHERE age > 20", random.Random(0))
-    assert wrong is not None and wrong != "SELECT song_name FROM singer WHERE age > 20"
-    assert mistaken_sql("not sql at all ((", random.Random(0)) is None
+    wrong = mistake("SELECT song_name FROM singer WHERE age > 20", random.Random(0))
+    assert wrong is not None and wrong.sql != "SELECT song_name FROM singer WHERE age > 20"
+    assert mistake("not sql at all ((", random.Random(0)) is None
 
 
 def _calls(conversation: list[dict]) -> list[tuple[str, str]]:

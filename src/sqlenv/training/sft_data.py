@@ -87,12 +87,6 @@ def mistake(gold_sql: str, rng: random.Random) -> Mistake | None:
     return Mistake(tree.sql(dialect="sqlite"), owner)
 
 
-def mistaken_sql(gold_sql: str, rng: random.Random) -> str | None:
-    """`mistake(...)`'s query alone."""
-    found = mistake(gold_sql, rng)
-    return found.sql if found else None
-
-
 def oracle_plan(
     record: QuestionRecord,
     tables: list[str],
