@@ -29,6 +29,7 @@ from sqlenv.rewards import (
     StepOutcome,
     exploration_reward,
     progress_potential,
+    repeat_text,
     terminal_reward,
 )
 from sqlenv.sandbox import SHARED_SANDBOXES, SandboxError, render_result
@@ -155,7 +156,7 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         if kind == "ANSWER":
             return self._answer(ep, argument)
         # A hash, not the text: an episode's memory must not grow with the size of its arguments.
-        action_key = (kind, hash(" ".join(argument.split()).rstrip(";").strip()))
+        action_key = (kind, hash(repeat_text(argument)))
         repeat = action_key in ep.seen_actions
         ep.seen_actions.add(action_key)
         outcome = self._explore(ep, kind, argument, timeout_s)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlenv.evaluation import EpisodeRecord
+from sqlenv.rewards import repeat_text
 
 EXPLORATION_KINDS: tuple[str, ...] = ("DESCRIBE", "SAMPLE", "QUERY")
 ACTION_KINDS: tuple[str, ...] = (*EXPLORATION_KINDS, "ANSWER")
@@ -53,9 +54,10 @@ def _kind(action: str) -> str:
     return action.split(maxsplit=1)[0].upper() if action.strip() else ""
 
 
-def _repeat_key(action: str) -> str:
-    """An action as the environment's repeat penalty compares it: whitespace folded, a final `;` off."""
-    return " ".join(action.split()).rstrip(";").strip()
+def _repeat_key(action: str) -> tuple[str, str]:
+    """A transcript's action as the environment's repeat penalty compares it (`repeat_text`)."""
+    kind, _, argument = action.strip().partition(" ")
+    return kind.upper(), repeat_text(argument)
 
 
 def episode_pattern(episode: EpisodeRecord) -> EpisodePattern:
@@ -69,7 +71,7 @@ def episode_pattern(episode: EpisodeRecord) -> EpisodePattern:
     else:
         ended = ENDED_WRONG if kinds and kinds[-1] == "ANSWER" else ENDED_NO_ANSWER
     found: set[str] = {FORMAT_ERROR} if episode.format_errors else set()
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     query_ran = False
     previous_failed_query = False
     for step in episode.transcript:

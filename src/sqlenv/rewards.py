@@ -43,6 +43,11 @@ class StepReward:
         return self.operational + self.progress
 
 
+def repeat_text(argument: str) -> str:
+    """An action's argument as the repeat penalty compares it: whitespace folded, a final `;` off."""
+    return " ".join(argument.split()).rstrip(";").strip()
+
+
 def exploration_reward(outcome: StepOutcome, cfg: RewardConfig) -> StepReward:
     """L1 + L2 for one DESCRIBE/SAMPLE/QUERY (or invalid) step, clipped as a whole."""
     operational = cfg.step_cost
