@@ -18,6 +18,7 @@ from sqlenv.episode_patterns import (
     FAILED_QUERY,
     FORMAT_ERROR,
     PATTERNS,
+    QUERY_RAN_AFTER_FAILURE,
     REPEATED_ACTION,
     episode_pattern,
     pattern_summary,
@@ -70,6 +71,17 @@ RECOVERS = ScriptedPolicy(
     ],
     format_errors=1,
 )
+# What run 6's SFT data teaches (`sft.recovery_rate`): after the error, look at the table, then a
+# query that runs.
+FIXES = ScriptedPolicy(
+    "fixes",
+    [
+        ("QUERY", "SELECT no_such_column FROM {table}"),
+        ("DESCRIBE", "{table}"),
+        ("QUERY", "SELECT count(*) FROM {table}"),
+        ("ANSWER", "-12345"),
+    ],
+)
 EXPLORES = ScriptedPolicy("explores", [("SAMPLE", "{table}"), ("DESCRIBE", "{table}")])
 
 
@@ -94,6 +106,18 @@ def test_a_failed_query_followed_by_other_steps_is_not_an_answer_after_failure(e
     pattern = episode_pattern(episode)
     assert pattern.ended == ENDED_WRONG
     assert pattern.patterns == {FAILED_QUERY, FORMAT_ERROR}
+
+
+def test_a_query_that_runs_after_a_failed_one_is_the_way_out(env) -> None:
+    episode = evaluate(env, FIXES, n_episodes=1).episodes[0]
+    assert [bool(step.error) for step in episode.transcript] == [True, False, False, False]
+    pattern = episode_pattern(episode)
+    assert pattern.patterns == {FAILED_QUERY, QUERY_RAN_AFTER_FAILURE}
+    # A query that ran before the failure is no way out of it.
+    assert (
+        QUERY_RAN_AFTER_FAILURE
+        not in episode_pattern(evaluate(env, RECOVERS, n_episodes=1).episodes[0]).patterns
+    )
 
 
 def test_the_oracle_shows_no_pattern_and_a_budget_run_out_is_no_answer(env) -> None:

@@ -1,13 +1,13 @@
 """What episodes did on the way to their verdict: how they ended, which actions they used, and the
-patterns that sink a policy.
+patterns that sink a policy or get it out of trouble.
 
 The patterns are the ones reading hundreds of transcripts by hand kept finding: a query that fails,
 the same action sent again (a greedy model repeats a failing query until the budget is gone), an
-answer given without any query that ran (a guess, or a column name after an SQL error), and output
-that was no valid action at all. Everything here is computed from `EpisodeRecord`s alone, so it
-applies to a saved `results.json` as well as to a fresh evaluation; the report
-(`sqlenv.reports`) renders it in `summary.md` and stores it in `results.json`.
-"""
+answer given without any query that ran (a guess, or a column name after an SQL error), output that
+was no valid action at all, and the one way out of a failed query: a later query that ran.
+Everything here is computed from `EpisodeRecord`s alone, so it applies to a saved `results.json` as
+well as to a fresh evaluation; the report (`sqlenv.reports`) renders it in `summary.md` and stores
+it in `results.json`."""
 
 from __future__ import annotations
 
@@ -31,12 +31,14 @@ REPEATED_ACTION = "sent an earlier action again"
 ANSWERED_WITHOUT_DATA = "answered without any query that ran"
 ANSWERED_AFTER_FAILURE = "answered right after a failed query"
 FORMAT_ERROR = "an output was no valid action"
+QUERY_RAN_AFTER_FAILURE = "a query ran after a failed one"
 # Patterns read from the transcript; FORMAT_ERROR comes from the episode's own count.
 TRANSCRIPT_PATTERNS: tuple[str, ...] = (
     FAILED_QUERY,
     REPEATED_ACTION,
     ANSWERED_WITHOUT_DATA,
     ANSWERED_AFTER_FAILURE,
+    QUERY_RAN_AFTER_FAILURE,
 )
 PATTERNS: tuple[str, ...] = (*TRANSCRIPT_PATTERNS, FORMAT_ERROR)
 
@@ -73,6 +75,7 @@ def episode_pattern(episode: EpisodeRecord) -> EpisodePattern:
     found: set[str] = {FORMAT_ERROR} if episode.format_errors else set()
     seen: set[tuple[str, str]] = set()
     query_ran = False
+    a_query_failed = False
     previous_failed_query = False
     for step in episode.transcript:
         kind = _kind(step.action)
@@ -85,7 +88,11 @@ def episode_pattern(episode: EpisodeRecord) -> EpisodePattern:
         failed_query = kind == "QUERY" and bool(step.error)
         if failed_query:
             found.add(FAILED_QUERY)
-        query_ran = query_ran or (kind == "QUERY" and not step.error)
+        query_ran_now = kind == "QUERY" and not step.error
+        if query_ran_now and a_query_failed:
+            found.add(QUERY_RAN_AFTER_FAILURE)
+        query_ran = query_ran or query_ran_now
+        a_query_failed = a_query_failed or failed_query
         if kind in EXPLORATION_KINDS:
             key = _repeat_key(step.action)
             if key in seen:
