@@ -20,7 +20,9 @@ from sqlenv.episode_patterns import (
     PATTERNS,
     QUERY_RAN_AFTER_FAILURE,
     REPEATED_ACTION,
+    PairedSuccesses,
     episode_pattern,
+    paired_successes,
     pattern_summary,
 )
 from sqlenv.evaluation import evaluate
@@ -189,6 +191,27 @@ def test_cli_patterns_reads_saved_reports_side_by_side(env, tmp_path: Path) -> N
     assert [c.strip() for c in rows[ENDED_CORRECT].split("│")[2:4]] == ["0 (0%)", "3 (100%)"]
     assert [c.strip() for c in rows[REPEATED_ACTION].split("│")[2:4]] == ["3 (0%)", "0"]
     assert "stuck-report: stuck" in result.output and "oracle-report: oracle" in result.output
+    # Paired with the first report, question by question: the oracle solves the 3 the stuck one does not.
+    assert [c.strip() for c in rows["questions also played by stuck-report"].split("│")[2:4]] == ["", "3"]
+    assert rows["correct in both"].split("│")[3].strip() == "0"
+    assert rows["correct only in stuck-report"].split("│")[3].strip() == "0"
+    assert rows["correct only in this one"].split("│")[3].strip() == "3"
+
+
+def test_paired_successes_compare_two_runs_on_the_questions_both_played(env) -> None:
+    oracle = evaluate(env, OraclePolicy(env.dataset), n_episodes=4).episodes
+    stuck = evaluate(env, STUCK, n_episodes=4).episodes
+    # Both runs play the same seeded questions, so each question is shared.
+    assert [e.question_id for e in oracle] == [e.question_id for e in stuck]
+    assert paired_successes(oracle, stuck) == PairedSuccesses(shared=4, both=0, only_first=4, only_second=0)
+    assert paired_successes(stuck, oracle[:2]) == PairedSuccesses(
+        shared=2, both=0, only_first=0, only_second=2
+    )
+    assert paired_successes(oracle, oracle[1:]) == PairedSuccesses(
+        shared=3, both=3, only_first=0, only_second=0
+    )
+    # A question played twice counts as solved if either episode was.
+    assert paired_successes([stuck[0], oracle[0]], stuck[:1]) == PairedSuccesses(1, 0, 1, 0)
 
 
 EPISODE_FIELDS = {

@@ -418,8 +418,8 @@ def patterns_command(
     ],
 ) -> None:
     """How saved evaluations' episodes ended, the actions they used and their failure patterns,
-    side by side."""
-    from sqlenv.episode_patterns import ACTION_KINDS, pattern_summary
+    side by side; and, paired with the first, which questions each one solved."""
+    from sqlenv.episode_patterns import ACTION_KINDS, paired_successes, pattern_summary
     from sqlenv.reports import read_results
 
     try:
@@ -454,6 +454,16 @@ def patterns_command(
             else:
                 cells.append(f"{p['episodes']} ({p['success_rate']:.0%})" if p["episodes"] else "0")
         table.add_row(name, *cells)
+    if len(runs) > 1:  # the other runs paired with the first, on the questions both played
+        pairs = [paired_successes(runs[0].episodes, run.episodes) for run in runs[1:]]
+        table.add_section()
+        for row, field in (
+            (f"questions also played by {labels[0]}", "shared"),
+            ("correct in both", "both"),
+            (f"correct only in {labels[0]}", "only_first"),
+            ("correct only in this one", "only_second"),
+        ):
+            table.add_row(row, "", *(str(getattr(pair, field)) for pair in pairs))
     console.print(table)
 
 

@@ -7,7 +7,7 @@ answer given without any query that ran (a guess, or a column name after an SQL 
 was no valid action at all, and the one way out of a failed query: a later query that ran.
 Everything here is computed from `EpisodeRecord`s alone, so it applies to a saved `results.json` as
 well as to a fresh evaluation; the report (`sqlenv.reports`) renders it in `summary.md` and stores
-it in `results.json`."""
+it in `results.json`. For two runs, `paired_successes` says which questions each one solved."""
 
 from __future__ import annotations
 
@@ -128,3 +128,33 @@ def pattern_summary(episodes: Sequence[EpisodeRecord]) -> dict[str, Any]:
             "success_rate": sum(e.success for e in showing) / len(showing) if showing else 0.0,
         }
     return {"n": n, "ended": ended, "actions": actions, "patterns": patterns}
+
+
+@dataclass(frozen=True)
+class PairedSuccesses:
+    """Two runs on the questions both played: how many both solved, and how many only one did."""
+
+    shared: int
+    both: int
+    only_first: int
+    only_second: int
+
+
+def paired_successes(first: Sequence[EpisodeRecord], second: Sequence[EpisodeRecord]) -> PairedSuccesses:
+    """Compare two runs question by question (by `question_id`), on the questions both played. A
+    question played more than once in a run counts as solved there if any of its episodes was."""
+
+    def solved(episodes: Sequence[EpisodeRecord]) -> dict[str, bool]:
+        by_question: dict[str, bool] = {}
+        for e in episodes:
+            by_question[e.question_id] = by_question.get(e.question_id, False) or e.success
+        return by_question
+
+    a, b = solved(first), solved(second)
+    shared = a.keys() & b.keys()
+    return PairedSuccesses(
+        shared=len(shared),
+        both=sum(a[q] and b[q] for q in shared),
+        only_first=sum(a[q] and not b[q] for q in shared),
+        only_second=sum(b[q] and not a[q] for q in shared),
+    )
