@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -298,6 +299,10 @@ def test_recovering_trajectories_describe_the_mistyped_names_table_after_the_err
         assert observation.done and observation.metadata["correct"]
 
 
+def _common_prefix_length(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def test_a_mistake_names_the_table_of_the_mistyped_name() -> None:
     import random
 
@@ -322,6 +327,26 @@ def test_a_mistake_names_the_table_of_the_mistyped_name() -> None:
             kinds.add("table")
             assert f"{found.table}s" in found.sql
     assert kinds == {"column", "table"}
+    # Only the mistyped name changes: the gold query's spacing, case and quotes stay as they were, so
+    # the correction that follows in a trajectory differs from the mistake in that name alone.
+    spider_style = (
+        'SELECT T1.name ,  count(*) FROM "singer" AS T1 JOIN concert AS T2 ON T1.id  =  T2.singer_id'
+    )
+    for seed in range(30):
+        found = mistake(spider_style, random.Random(seed))
+        assert found is not None
+        prefix = _common_prefix_length(found.sql, spider_style)
+        suffix = _common_prefix_length(found.sql[prefix:][::-1], spider_style[prefix:][::-1])
+        changed_from = spider_style[prefix : len(spider_style) - suffix]
+        changed_to = found.sql[prefix : len(found.sql) - suffix]
+        assert changed_from != changed_to, found.sql
+        assert re.fullmatch(r"\w*", changed_from) and re.fullmatch(r"\w*", changed_to), (
+            changed_from,
+            changed_to,
+        )
+    # A double-quoted string (a column to the parser) is never the mistyped name: it would not fail.
+    quoted = [mistake('SELECT name FROM singer WHERE country = "USA"', random.Random(s)) for s in range(30)]
+    assert all(m is not None and '"USA"' in m.sql for m in quoted)
     single = mistake("SELECT age FROM singer WHERE age > 20", random.Random(0))
     assert single is not None and single.table == "singer"  # unqualified, but only one table
     several = [

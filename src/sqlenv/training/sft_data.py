@@ -62,12 +62,19 @@ class Mistake:
 
 def mistake(gold_sql: str, rng: random.Random) -> Mistake | None:
     """The gold SQL with one identifier mistyped as people do (a column without its suffix, a
-    plural table name), or None when the statement has nothing to mistype."""
+    plural table name), or None when the statement has nothing to mistype.
+
+    Only that identifier changes: the rest of the text is the gold query's, character for
+    character. Rendering the edited tree instead would reformat the whole query (`count(*)` to
+    `COUNT(*)`, `  =  ` to ` = `), and a model trained on such a mistake and its correction learns
+    to answer an SQL error by reformatting the same query (run 6, `docs/results.md`)."""
     try:
         tree = sqlglot.parse_one(gold_sql, read="sqlite")
     except sqlglot.errors.ParseError:
         return None
-    columns = [c for c in tree.find_all(exp.Column) if c.name and c.name != "*"]
+    # A double-quoted "name" is a column to the parser but mostly a string to SQLite (Spider writes
+    # `WHERE country = "USA"`): mistyped, it would run and return nothing instead of failing.
+    columns = [c for c in tree.find_all(exp.Column) if c.name and c.name != "*" and not c.this.quoted]
     tables = [t for t in tree.find_all(exp.Table) if t.name]
     if columns and (not tables or rng.random() < 0.7):
         column = rng.choice(columns)
@@ -77,14 +84,25 @@ def mistake(gold_sql: str, rng: random.Random) -> Mistake | None:
         if owner is None and len({t.name.casefold() for t in tables}) == 1:
             owner = tables[0].name
         wrong = name.rsplit("_", 1)[0] if "_" in name.strip("_") else f"{name}_name"
-        column.set("this", exp.to_identifier(wrong))
+        identifier = column.this
     elif tables:
         table = rng.choice(tables)
         owner = table.name
-        table.set("this", exp.to_identifier(f"{table.name}s"))
+        wrong = f"{table.name}s"
+        identifier = table.this
     else:
         return None
-    return Mistake(tree.sql(dialect="sqlite"), owner)
+    # Where the parser found the identifier in the text (its quotes included); without that, or
+    # if the text there is not the name, there is nothing to edit safely.
+    start, end = identifier.meta.get("start"), identifier.meta.get("end")
+    if start is None or end is None:
+        return None
+    written = gold_sql[start : end + 1]
+    quote = written[0] if written[:1] in ('"', "`", "[") and len(written) > 1 else ""
+    if written.strip('"`[]') != identifier.name:
+        return None
+    closing = {"[": "]"}.get(quote, quote)
+    return Mistake(f"{gold_sql[:start]}{quote}{wrong}{closing}{gold_sql[end + 1 :]}", owner)
 
 
 def oracle_plan(
