@@ -356,6 +356,45 @@ def test_a_mistake_names_the_table_of_the_mistyped_name() -> None:
 
 
 @needs_smollm2
+def test_mistaken_queries_stay_in_the_text_but_out_of_the_loss(demo_dataset) -> None:
+    from sqlenv.training.models import load_tokenizer
+    from sqlenv.training.sft_data import (
+        mistaken_turns,
+        oracle_conversations,
+        tokenize_conversation,
+        training_template,
+    )
+
+    tokenizer = load_tokenizer("smollm2-135m")
+    template = training_template(tokenizer)
+    conversations = oracle_conversations(demo_dataset, seed=5, mistake_rate=1.0, max_examples=8)
+    checked = 0
+    for messages in conversations:
+        turns = mistaken_turns(messages)
+        if not turns:
+            continue
+        (turn,) = turns
+        mistaken_sql = _calls(messages)[turn][1]
+        trained = tokenize_conversation(tokenizer, messages, template)
+        masked = tokenize_conversation(tokenizer, messages, template, unlearned_turns=turns)
+        assert masked["input_ids"] == trained["input_ids"]  # the text is the same
+        learned = [t for t, m in zip(masked["input_ids"], masked["assistant_masks"], strict=True) if m]
+        dropped = [
+            t
+            for t, m, n in zip(
+                trained["input_ids"], trained["assistant_masks"], masked["assistant_masks"], strict=True
+            )
+            if m and not n
+        ]
+        assert mistaken_sql.split()[-1] in tokenizer.decode(dropped)  # the mistaken call left the loss
+        assert mistaken_sql not in tokenizer.decode(learned)
+        correct_sql = _calls(messages)[turn + 1][1]
+        assert correct_sql.split()[-1] in tokenizer.decode(learned)  # its correction did not
+        checked += 1
+    assert checked >= 3
+
+
+@needs_smollm2
 def test_sft_rows_are_rendered_like_grpo_prompts_with_loss_on_assistant_turns(demo_dataset) -> None:
     from sqlenv.training.models import load_tokenizer
     from sqlenv.training.sft_data import sft_dataset
@@ -411,6 +450,14 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
     good.write_text("grpo:\n  max_steps: 3\n")
     config = load_config(good, {"grpo.max_steps": 5, "grpo.lora.enabled": True})
     assert config.grpo.max_steps == 5 and config.grpo.lora.enabled and config.sft.enabled
+
+
+def test_loss_on_mistakes_is_true_or_false() -> None:
+    config_file = Path(__file__).parent.parent / "configs" / "cpu-smollm2.yaml"
+    assert load_config(config_file).sft.loss_on_mistakes is False
+    assert load_config(config_file, overrides={"sft.loss_on_mistakes": True}).sft.loss_on_mistakes is True
+    with pytest.raises(ValueError, match=r"sft\.loss_on_mistakes: expected true or false, got 'maybe'"):
+        load_config(config_file, overrides={"sft.loss_on_mistakes": "maybe"})
 
 
 def test_bf16_is_true_false_or_auto(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         sample_rate=section.sample_rate,
         mistake_rate=section.mistake_rate,
         recovery_rate=section.recovery_rate,
+        loss_on_mistakes=section.loss_on_mistakes,
     )
     if counts["examples"] == 0:
         raise ValueError(

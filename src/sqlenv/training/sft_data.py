@@ -5,7 +5,8 @@ the model will read at evaluation and in GRPO. The plan per question (seeded):
 - DESCRIBE each table the gold SQL uses (at most three), in a shuffled order;
 - sometimes SAMPLE one of them;
 - sometimes a first QUERY with a plausible mistake (a mistyped column or table), whose real error
-  is shown, before the correct one;
+  is shown, before the correct one; the mistaken query stays out of the loss (the model learns
+  the correction, not the typo) unless `loss_on_mistakes`;
 - of those, a share (`recovery_rate`, 0 by default) that recover the way an agent should: the
   table the mistyped name belongs to is not described up front but right after the error, and
   only then comes the correct query. Evaluations showed why (`docs/results.md`, "How the episodes
@@ -207,10 +208,32 @@ def training_template(tokenizer: Any) -> str:
     return get_training_chat_template(tokenizer) or tokenizer.chat_template
 
 
+def mistaken_turns(messages: list[dict[str, Any]]) -> set[int]:
+    """Which assistant turns (counted among the assistant messages, from 0) sent a query that failed:
+    the tool result right after them is an error."""
+    found, turn = set(), -1
+    for message, following in zip(messages, [*messages[1:], None], strict=True):
+        if message["role"] != "assistant":
+            continue
+        turn += 1
+        if (
+            following is not None
+            and following["role"] == "tool"
+            and following["content"].startswith("error: ")
+        ):
+            found.add(turn)
+    return found
+
+
 def tokenize_conversation(
-    tokenizer: Any, messages: list[dict[str, Any]], template: str
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    template: str,
+    *,
+    unlearned_turns: set[int] | frozenset[int] = frozenset(),
 ) -> dict[str, list[int]]:
-    """`input_ids` and the assistant-token mask (1 on what the model must learn to write)."""
+    """`input_ids` and the assistant-token mask (1 on what the model must learn to write).
+    `unlearned_turns` (assistant turns counted from 0) stay in the text but out of the loss."""
     encoded = tokenizer.apply_chat_template(
         messages,
         tools=list(TOOLS),
@@ -219,7 +242,19 @@ def tokenize_conversation(
         return_dict=True,
         return_assistant_tokens_mask=True,
     )
-    return {"input_ids": list(encoded["input_ids"]), "assistant_masks": list(encoded["assistant_masks"])}
+    mask = list(encoded["assistant_masks"])
+    if unlearned_turns:
+        # The mask is one run of 1s per assistant turn, in order (tool results lie between them).
+        runs = [i for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1])]
+        assistant_turns = sum(m["role"] == "assistant" for m in messages)
+        if len(runs) != assistant_turns:
+            raise ValueError(f"{len(runs)} assistant spans in the mask for {assistant_turns} assistant turns")
+        for turn in unlearned_turns:
+            i = runs[turn]
+            while i < len(mask) and mask[i]:
+                mask[i] = 0
+                i += 1
+    return {"input_ids": list(encoded["input_ids"]), "assistant_masks": mask}
 
 
 def sft_dataset(
@@ -233,8 +268,11 @@ def sft_dataset(
     sample_rate: float = 0.3,
     mistake_rate: float = 0.2,
     recovery_rate: float = 0.0,
+    loss_on_mistakes: bool = False,
 ) -> tuple[Any, dict[str, int]]:
-    """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long)."""
+    """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long). The
+    mistaken queries are left out of the loss unless `loss_on_mistakes`: trained on, they teach the
+    model to make them (run 6, `docs/results.md`)."""
     import datasets
 
     template = training_template(tokenizer)
@@ -250,7 +288,8 @@ def sft_dataset(
     ):
         if max_examples is not None and len(rows) >= max_examples:
             break
-        row = tokenize_conversation(tokenizer, messages, template)
+        unlearned = set() if loss_on_mistakes else mistaken_turns(messages)
+        row = tokenize_conversation(tokenizer, messages, template, unlearned_turns=unlearned)
         if len(row["input_ids"]) > max_length:
             too_long += 1
             continue
