@@ -191,9 +191,12 @@ def _truncate(text: str, limit: int = _TOOL_RESULT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+TOOL_ERROR_PREFIX = "error: "  # how a tool result that is an error starts
+
+
 def tool_result_text(observation: SQLObservation) -> str:
     """What the model reads back from a tool: the result, or the error."""
-    return _truncate(f"error: {observation.error}" if observation.error else observation.result)
+    return _truncate(f"{TOOL_ERROR_PREFIX}{observation.error}" if observation.error else observation.result)
 
 
 def question_message(observation: SQLObservation) -> dict[str, str]:

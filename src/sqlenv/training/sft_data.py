@@ -39,7 +39,7 @@ import sqlglot
 from sqlglot import exp
 
 from sqlenv.data import Dataset, QuestionRecord
-from sqlenv.llm_policy import SYSTEM_PROMPT, question_message, tool_result_text
+from sqlenv.llm_policy import SYSTEM_PROMPT, TOOL_ERROR_PREFIX, question_message, tool_result_text
 from sqlenv.models import SQLAction, SQLObservation
 from sqlenv.tools import TOOLS, action_to_tool_call
 from sqlenv.verifier import format_answer
@@ -219,7 +219,7 @@ def mistaken_turns(messages: list[dict[str, Any]]) -> set[int]:
         if (
             following is not None
             and following["role"] == "tool"
-            and following["content"].startswith("error: ")
+            and following["content"].startswith(TOOL_ERROR_PREFIX)
         ):
             found.add(turn)
     return found
