@@ -3,6 +3,7 @@ in the real environment on the demo databases, and their place in a report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.episode_patterns import (
+    AFTER_FIRST_FAILURE,
     ANSWERED_AFTER_FAILURE,
     ANSWERED_WITHOUT_DATA,
     ENDED_CORRECT,
@@ -17,6 +19,13 @@ from sqlenv.episode_patterns import (
     ENDED_WRONG,
     FAILED_QUERY,
     FORMAT_ERROR,
+    NEXT_ANSWER,
+    NEXT_CHANGED_QUERY,
+    NEXT_DESCRIBE,
+    NEXT_NO_VALID_ACTION,
+    NEXT_NOTHING,
+    NEXT_RESTYLED_QUERY,
+    NEXT_SAME_QUERY,
     PATTERNS,
     QUERY_RAN_AFTER_FAILURE,
     REPEATED_ACTION,
@@ -122,6 +131,43 @@ def test_a_query_that_runs_after_a_failed_one_is_the_way_out(env) -> None:
     )
 
 
+FAILS = ("QUERY", "SELECT no_such_column FROM {table}")
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # Run 6's habit: the failed query back with only its letter case and spacing changed.
+        ([FAILS, ("QUERY", "select  NO_SUCH_COLUMN from {table}"), ("ANSWER", "1")], NEXT_RESTYLED_QUERY),
+        ([FAILS, ("QUERY", "SELECT count(*) FROM {table}"), ("ANSWER", "1")], NEXT_CHANGED_QUERY),
+        ([FAILS, ("ANSWER", "no_such_column")], NEXT_ANSWER),
+        ([FAILS, ("SHOW", "{table}"), ("ANSWER", "1")], NEXT_NO_VALID_ACTION),
+        # Only the first failure counts: the later one is followed by a describe, the first by a changed query.
+        ([FAILS, ("QUERY", "SELECT nope FROM {table}"), ("DESCRIBE", "{table}")], NEXT_CHANGED_QUERY),
+    ],
+)
+def test_the_step_after_the_first_failed_query(env, script: list[tuple[str, str]], expected: str) -> None:
+    episode = evaluate(env, ScriptedPolicy("scripted", script), n_episodes=1).episodes[0]
+    assert episode.transcript[0].error  # the first query failed
+    assert episode_pattern(episode).after_first_failure == expected
+
+
+def test_the_step_after_the_first_failed_query_in_the_stuck_and_fixing_habits(env) -> None:
+    # STUCK sends its query again with other spacing and a final ';': the repeat penalty's "same".
+    assert (
+        episode_pattern(evaluate(env, STUCK, n_episodes=1).episodes[0]).after_first_failure == NEXT_SAME_QUERY
+    )
+    assert (
+        episode_pattern(evaluate(env, FIXES, n_episodes=1).episodes[0]).after_first_failure == NEXT_DESCRIBE
+    )
+    # A failed query at the last step of the budget is followed by nothing.
+    late = ScriptedPolicy("late", [("DESCRIBE", "{table}")] * (env.config.step_budget - 1) + [FAILS])
+    assert episode_pattern(evaluate(env, late, n_episodes=1).episodes[0]).after_first_failure == NEXT_NOTHING
+    # No failed query, nothing to follow.
+    oracle = evaluate(env, OraclePolicy(env.dataset), n_episodes=2).episodes
+    assert all(episode_pattern(e).after_first_failure is None for e in oracle)
+
+
 def test_the_oracle_shows_no_pattern_and_a_budget_run_out_is_no_answer(env) -> None:
     oracle = evaluate(env, OraclePolicy(env.dataset), n_episodes=5).episodes
     assert all(episode_pattern(e).ended == ENDED_CORRECT for e in oracle)
@@ -147,6 +193,10 @@ def test_the_summary_counts_endings_actions_and_the_success_among_each_pattern(e
     assert summary["patterns"][FAILED_QUERY] == {"episodes": 2, "success_rate": 0.0}
     assert summary["patterns"][FORMAT_ERROR] == {"episodes": 0, "success_rate": 0.0}
     assert set(summary["patterns"]) == set(PATTERNS)
+    after = summary["after_first_failed_query"]
+    assert list(after) == list(AFTER_FIRST_FAILURE)
+    assert after[NEXT_SAME_QUERY] == {"episodes": 2, "success_rate": 0.0}
+    assert sum(a["episodes"] for a in after.values()) == summary["patterns"][FAILED_QUERY]["episodes"]
 
 
 def test_without_transcripts_only_format_errors_are_looked_for(env) -> None:
@@ -155,6 +205,7 @@ def test_without_transcripts_only_format_errors_are_looked_for(env) -> None:
     summary = pattern_summary(episodes)
     assert set(summary["patterns"]) == {FORMAT_ERROR}
     assert summary["patterns"][FORMAT_ERROR]["episodes"] == 2
+    assert summary["after_first_failed_query"] == {}
     assert summary["actions"]["QUERY"]["mean_per_episode"] == 2.0  # counted from the action history
 
 
@@ -169,6 +220,8 @@ def test_a_report_shows_the_patterns_in_summary_md_and_results_json(env, tmp_pat
     assert f"| {ENDED_WRONG} | 3 | 1.000 |" in text
     assert f"| {ANSWERED_AFTER_FAILURE} | 3 | 1.000 | 0.000 |" in text
     assert "| DESCRIBE | 3 | 1.00 |" in text
+    assert f"| {NEXT_SAME_QUERY} | 3 | 0.000 |" in text and f"| {NEXT_DESCRIBE} | 0 | – |" in text
+    assert data["episode_patterns"]["after_first_failed_query"][NEXT_SAME_QUERY]["episodes"] == 3
     page = (tmp_path / "transcripts.html").read_text()  # each episode names its patterns, for the filter
     expected = " · ".join([FAILED_QUERY, REPEATED_ACTION, ANSWERED_WITHOUT_DATA, ANSWERED_AFTER_FAILURE])
     assert page.count(f'<div class="patterns">{expected}</div>') == 3
@@ -196,6 +249,46 @@ def test_cli_patterns_reads_saved_reports_side_by_side(env, tmp_path: Path) -> N
     assert rows["correct in both"].split("│")[3].strip() == "0"
     assert rows["correct only in stuck-report"].split("│")[3].strip() == "0"
     assert rows["correct only in this one"].split("│")[3].strip() == "3"
+    after_same = rows[f"after the first failed query: {NEXT_SAME_QUERY}"]
+    assert [c.strip() for c in after_same.split("│")[2:4]] == ["3 (0%)", "0"]
+
+
+def test_cli_patterns_shared_counts_only_the_questions_every_report_played(env, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+
+    stuck = evaluate(env, STUCK, n_episodes=3)
+    oracle = evaluate(env, OraclePolicy(env.dataset), n_episodes=3)
+    assert [e.question_id for e in stuck.episodes] == [e.question_id for e in oracle.episodes]
+    assert len({e.question_id for e in stuck.episodes}) == 3
+    write_report(stuck, tmp_path / "all-three")
+    write_report(
+        dataclasses.replace(oracle, episodes=oracle.episodes[:2], n_episodes=2), tmp_path / "first-two"
+    )
+    write_report(dataclasses.replace(oracle, episodes=oracle.episodes[2:], n_episodes=1), tmp_path / "third")
+
+    def table(*args: str) -> dict[str, list[str]]:
+        result = CliRunner().invoke(app, ["patterns", *args], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        return {
+            line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in result.output.splitlines()
+            if line.count("│") >= 3
+        }
+
+    first, second = str(tmp_path / "all-three"), str(tmp_path / "first-two")
+    assert table(first, second)["episodes"] == ["3", "2"]
+    assert table(first, second)[FAILED_QUERY] == ["3 (0%)", "0"]
+    shared = table(first, second, "--shared")
+    assert shared["episodes"] == ["2", "2"]
+    assert shared[FAILED_QUERY] == ["2 (0%)", "0"]
+    assert shared["questions also played by all-three"] == ["", "2"]
+    result = CliRunner().invoke(
+        app, ["patterns", second, str(tmp_path / "third"), "--shared"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 2
+    assert "the reports have no question in common" in result.output
 
 
 def test_paired_successes_compare_two_runs_on_the_questions_both_played(env) -> None:

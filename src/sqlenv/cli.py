@@ -416,9 +416,18 @@ def patterns_command(
         list[Path],
         typer.Argument(help="results.json files (or the report folders holding them) written by --report"),
     ],
+    shared: Annotated[
+        bool,
+        typer.Option(
+            "--shared",
+            help="count only the questions every report played, so that reports of different "
+            "samples compare like for like",
+        ),
+    ] = False,
 ) -> None:
-    """How saved evaluations' episodes ended, the actions they used and their failure patterns,
-    side by side; and, paired with the first, which questions each one solved."""
+    """How saved evaluations' episodes ended, the actions they used, their failure patterns and what
+    followed their first failed query, side by side; and, paired with the first, which questions
+    each one solved."""
     from sqlenv.episode_patterns import ACTION_KINDS, paired_successes, pattern_summary
     from sqlenv.reports import read_results
 
@@ -426,7 +435,13 @@ def patterns_command(
         runs = [read_results(path) for path in results]
     except ValueError as error:
         _fail(str(error))
-    summaries = [pattern_summary(run.episodes) for run in runs]
+    episode_lists = [run.episodes for run in runs]
+    if shared:
+        common = set.intersection(*({e.question_id for e in episodes} for episodes in episode_lists))
+        if not common:
+            _fail("--shared: the reports have no question in common")
+        episode_lists = [[e for e in episodes if e.question_id in common] for episodes in episode_lists]
+    summaries = [pattern_summary(episodes) for episodes in episode_lists]
     labels = [run.path.parent.name if run.path.name == "results.json" else run.path.name for run in runs]
     table = Table(
         title="episodes: how they ended; actions per episode; patterns: episodes (success among them)",
@@ -444,18 +459,25 @@ def patterns_command(
         table.add_row(
             f"{kind} per episode", *(f"{s['actions'][kind]['mean_per_episode']:.2f}" for s in summaries)
         )
-    names = dict.fromkeys(name for s in summaries for name in s["patterns"])
-    for name in names:
-        cells = []
-        for s in summaries:
-            p = s["patterns"].get(name)
-            if p is None:
-                cells.append("no transcripts")
-            else:
-                cells.append(f"{p['episodes']} ({p['success_rate']:.0%})" if p["episodes"] else "0")
-        table.add_row(name, *cells)
+
+    def count_rows(key: str, prefix: str = "") -> None:
+        """One row per name under `key` (patterns, or the steps after a first failed query)."""
+        for name in dict.fromkeys(name for s in summaries for name in s[key]):
+            cells = []
+            for s in summaries:
+                p = s[key].get(name)
+                if p is None:
+                    cells.append("no transcripts")
+                else:
+                    cells.append(f"{p['episodes']} ({p['success_rate']:.0%})" if p["episodes"] else "0")
+            table.add_row(prefix + name, *cells)
+
+    count_rows("patterns")
+    if any(s["after_first_failed_query"] for s in summaries):
+        table.add_section()
+        count_rows("after_first_failed_query", prefix="after the first failed query: ")
     if len(runs) > 1:  # the other runs paired with the first, on the questions both played
-        pairs = [paired_successes(runs[0].episodes, run.episodes) for run in runs[1:]]
+        pairs = [paired_successes(episode_lists[0], episodes) for episodes in episode_lists[1:]]
         table.add_section()
         for row, field in (
             (f"questions also played by {labels[0]}", "shared"),

@@ -4,7 +4,9 @@ patterns that sink a policy or get it out of trouble.
 The patterns are the ones reading hundreds of transcripts by hand kept finding: a query that fails,
 the same action sent again (a greedy model repeats a failing query until the budget is gone), an
 answer given without any query that ran (a guess, or a column name after an SQL error), output that
-was no valid action at all, and the one way out of a failed query: a later query that ran.
+was no valid action at all, and the one way out of a failed query: a later query that ran. What an
+episode did right after its first failed query (the same query again, the same query restyled, a
+changed query, a look at a table, an answer) says whether a policy tries to fix its errors.
 Everything here is computed from `EpisodeRecord`s alone, so it applies to a saved `results.json` as
 well as to a fresh evaluation; the report (`sqlenv.reports`) renders it in `summary.md` and stores
 it in `results.json`. For two runs, `paired_successes` says which questions each one solved."""
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlenv.evaluation import EpisodeRecord
+from sqlenv.evaluation import EpisodeRecord, StepRecord
 from sqlenv.rewards import repeat_text
 
 EXPLORATION_KINDS: tuple[str, ...] = ("DESCRIBE", "SAMPLE", "QUERY")
@@ -42,6 +44,26 @@ TRANSCRIPT_PATTERNS: tuple[str, ...] = (
 )
 PATTERNS: tuple[str, ...] = (*TRANSCRIPT_PATTERNS, FORMAT_ERROR)
 
+# The step right after an episode's first failed query.
+NEXT_SAME_QUERY = "the same query"  # as the repeat penalty compares (`repeat_text`)
+NEXT_RESTYLED_QUERY = "the same query restyled (case or spacing)"
+NEXT_CHANGED_QUERY = "a changed query"
+NEXT_DESCRIBE = "DESCRIBE"
+NEXT_SAMPLE = "SAMPLE"
+NEXT_ANSWER = "ANSWER"
+NEXT_NO_VALID_ACTION = "no valid action"
+NEXT_NOTHING = "nothing: the budget ran out"
+AFTER_FIRST_FAILURE: tuple[str, ...] = (
+    NEXT_SAME_QUERY,
+    NEXT_RESTYLED_QUERY,
+    NEXT_CHANGED_QUERY,
+    NEXT_DESCRIBE,
+    NEXT_SAMPLE,
+    NEXT_ANSWER,
+    NEXT_NO_VALID_ACTION,
+    NEXT_NOTHING,
+)
+
 
 @dataclass(frozen=True)
 class EpisodePattern:
@@ -50,6 +72,8 @@ class EpisodePattern:
     ended: str
     action_counts: dict[str, int]
     patterns: frozenset[str]
+    # One of AFTER_FIRST_FAILURE, or None when no query failed (or there is no transcript).
+    after_first_failure: str | None = None
 
 
 def _kind(action: str) -> str:
@@ -60,6 +84,24 @@ def _repeat_key(action: str) -> tuple[str, str]:
     """A transcript's action as the environment's repeat penalty compares it (`repeat_text`)."""
     kind, _, argument = action.strip().partition(" ")
     return kind.upper(), repeat_text(argument)
+
+
+def _next_step(failed: StepRecord, following: StepRecord | None) -> str:
+    """What `following`, the step after the failed query `failed`, did (one of AFTER_FIRST_FAILURE)."""
+    if following is None:
+        return NEXT_NOTHING
+    kind = _kind(following.action)
+    if kind == "QUERY":
+        before, after = _repeat_key(failed.action)[1], _repeat_key(following.action)[1]
+        if after == before:
+            return NEXT_SAME_QUERY
+        # Case and spacing only, e.g. `COUNT(*)` for `count(*)` or `a , b` for `a,b`: the error stays.
+        if "".join(after.split()).lower() == "".join(before.split()).lower():
+            return NEXT_RESTYLED_QUERY
+        return NEXT_CHANGED_QUERY
+    return {"DESCRIBE": NEXT_DESCRIBE, "SAMPLE": NEXT_SAMPLE, "ANSWER": NEXT_ANSWER}.get(
+        kind, NEXT_NO_VALID_ACTION
+    )
 
 
 def episode_pattern(episode: EpisodeRecord) -> EpisodePattern:
@@ -77,7 +119,8 @@ def episode_pattern(episode: EpisodeRecord) -> EpisodePattern:
     query_ran = False
     a_query_failed = False
     previous_failed_query = False
-    for step in episode.transcript:
+    after_first_failure = None
+    for index, step in enumerate(episode.transcript):
         kind = _kind(step.action)
         if kind == "ANSWER":
             if not query_ran:
@@ -86,6 +129,9 @@ def episode_pattern(episode: EpisodeRecord) -> EpisodePattern:
                 found.add(ANSWERED_AFTER_FAILURE)
             break
         failed_query = kind == "QUERY" and bool(step.error)
+        if failed_query and not a_query_failed:
+            following = episode.transcript[index + 1] if index + 1 < len(episode.transcript) else None
+            after_first_failure = _next_step(step, following)
         if failed_query:
             found.add(FAILED_QUERY)
         query_ran_now = kind == "QUERY" and not step.error
@@ -99,7 +145,9 @@ def episode_pattern(episode: EpisodeRecord) -> EpisodePattern:
                 found.add(REPEATED_ACTION)
             seen.add(key)
         previous_failed_query = failed_query
-    return EpisodePattern(ended=ended, action_counts=counts, patterns=frozenset(found))
+    return EpisodePattern(
+        ended=ended, action_counts=counts, patterns=frozenset(found), after_first_failure=after_first_failure
+    )
 
 
 def pattern_summary(episodes: Sequence[EpisodeRecord]) -> dict[str, Any]:
@@ -107,7 +155,9 @@ def pattern_summary(episodes: Sequence[EpisodeRecord]) -> dict[str, Any]:
     - `ended`: episodes per ending (ENDINGS);
     - `actions`: per action kind, the episodes that used it and the mean count per episode;
     - `patterns`: per pattern, the episodes that show it and the success rate among them. Transcript
-      patterns are left out when no episode has a transcript (they could not be looked for).
+      patterns are left out when no episode has a transcript (they could not be looked for);
+    - `after_first_failed_query`: per AFTER_FIRST_FAILURE step, the episodes whose first failed query
+      it followed and the success rate among them (empty without transcripts).
     """
     n = len(episodes)
     per_episode = [episode_pattern(e) for e in episodes]
@@ -119,15 +169,28 @@ def pattern_summary(episodes: Sequence[EpisodeRecord]) -> dict[str, Any]:
         }
         for kind in ACTION_KINDS
     }
-    looked_for = PATTERNS if any(e.transcript for e in episodes) else (FORMAT_ERROR,)
-    patterns = {}
-    for name in looked_for:
-        showing = [e for e, p in zip(episodes, per_episode, strict=True) if name in p.patterns]
-        patterns[name] = {
+    paired = list(zip(episodes, per_episode, strict=True))
+
+    def among(showing: list[EpisodeRecord]) -> dict[str, float]:
+        return {
             "episodes": len(showing),
             "success_rate": sum(e.success for e in showing) / len(showing) if showing else 0.0,
         }
-    return {"n": n, "ended": ended, "actions": actions, "patterns": patterns}
+
+    has_transcripts = any(e.transcript for e in episodes)
+    looked_for = PATTERNS if has_transcripts else (FORMAT_ERROR,)
+    patterns = {name: among([e for e, p in paired if name in p.patterns]) for name in looked_for}
+    after = {
+        name: among([e for e, p in paired if p.after_first_failure == name])
+        for name in (AFTER_FIRST_FAILURE if has_transcripts else ())
+    }
+    return {
+        "n": n,
+        "ended": ended,
+        "actions": actions,
+        "patterns": patterns,
+        "after_first_failed_query": after,
+    }
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,12 @@
 
 - `results.json` — everything in `EvaluationResult.to_json()` (summary, by difficulty / answer
   type / database / train overlap, format-error rate, every episode with its transcript), and
-  `episode_patterns`: how episodes ended, the actions they used and the patterns they show
-  (`sqlenv.episode_patterns`);
+  `episode_patterns`: how episodes ended, the actions they used, the patterns they show and what
+  followed the first failed query (`sqlenv.episode_patterns`);
 - `summary.md` — markdown tables: overall, by difficulty, by answer type, by database, (when
   some questions share their gold SQL with a train question) by overlap with the train split,
-  then how episodes ended, the actions they used and the patterns they show;
+  then how episodes ended, the actions they used, the patterns they show and what followed the
+  first failed query;
 - `success_by_difficulty.png`, `reward_distribution.png`, `steps_histogram.png` (matplotlib,
   drawn on Agg figures without touching pyplot's global state);
 - `transcripts.html` — one self-contained page (inline CSS and script, every text escaped): each
@@ -35,6 +36,7 @@ from typing import Any
 
 from sqlenv.episode_patterns import (
     ACTION_KINDS,
+    FAILED_QUERY,
     PATTERNS,
     TRANSCRIPT_PATTERNS,
     episode_pattern,
@@ -256,6 +258,18 @@ def _patterns_markdown(episodes: Sequence[EpisodeRecord]) -> list[str]:
         "",
         _markdown_table(["pattern", "episodes", "share", "success"], patterns),
     ]
+    after = [
+        [name, str(p["episodes"]), f"{p['success_rate']:.3f}" if p["episodes"] else "–"]
+        for name, p in summary["after_first_failed_query"].items()
+    ]
+    if after and summary["patterns"][FAILED_QUERY]["episodes"]:
+        parts += [
+            "",
+            "What each episode with a failed query did right after its first one (a query compared "
+            "with the failed one as above, then with letter case and spacing ignored too):",
+            "",
+            _markdown_table(["next step", "episodes", "success"], after),
+        ]
     if not any(name in summary["patterns"] for name in TRANSCRIPT_PATTERNS):
         parts += ["", "The episodes have no transcripts: only format errors could be counted."]
     return parts
