@@ -111,6 +111,31 @@ def test_a_last_line_cut_short_is_played_again(demo_dataset, tmp_path: Path) -> 
     assert len(journal.read_text().splitlines()) == 6
 
 
+def test_a_stopped_run_reports_its_episodes_so_far_without_playing(demo_dataset, tmp_path: Path) -> None:
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    whole = evaluate(env, RandomPolicy(seed=1), 12, seed=4)
+    journal = tmp_path / "random.jsonl"
+    with pytest.raises(Stop):
+        evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=journal, on_episode=_stop_after(5))
+    recorded = journal.read_text()
+    so_far = evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=journal, play=False)
+    assert so_far.n_episodes == 5 == so_far.journal_episodes
+    assert [e.__dict__ for e in so_far.episodes] == [e.__dict__ for e in whole.episodes[:5]]
+    assert journal.read_text() == recorded  # nothing was played or written
+    # A gap (in a parallel run, an episode still playing when it stopped) ends the results so far:
+    # what finished after it is left out, as it would favour short episodes.
+    header, *entries = recorded.splitlines()
+    gapped = tmp_path / "gapped.jsonl"
+    gapped.write_text("\n".join([header, *(e for e in entries if json.loads(e)["index"] != 2)]) + "\n")
+    prefix = evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=gapped, play=False)
+    assert [e.question_id for e in prefix.episodes] == [e.question_id for e in whole.episodes[:2]]
+    with pytest.raises(ValueError, match="no episode journal at"):
+        evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=tmp_path / "none.jsonl", play=False)
+    assert not (tmp_path / "none.jsonl").exists()
+    with pytest.raises(ValueError, match="journal of another run"):  # still only this run's journal
+        evaluate(env, RandomPolicy(seed=1), 12, seed=5, journal=journal, play=False)
+
+
 def test_cli_eval_journal_continues_the_same_command(tmp_path: Path) -> None:
     runner = CliRunner()
     command = [
@@ -135,6 +160,15 @@ def test_cli_eval_journal_continues_the_same_command(tmp_path: Path) -> None:
     other_seed = runner.invoke(app, [*command, "--seed", "3"])
     assert other_seed.exit_code != 0
     assert "journal of another run" in other_seed.output
+    # --journal-only reports what the journals hold and plays nothing.
+    (tmp_path / "out.json").unlink()
+    only = runner.invoke(app, [*command, "--journal-only"])
+    assert only.exit_code == 0, only.output
+    reported = json.loads((tmp_path / "out.json").read_text())
+    assert reported["oracle"]["n_episodes"] == 6 == reported["oracle"]["journal_episodes"]
+    no_journal = runner.invoke(app, ["eval", "--policy", "random", "--dataset", "demo", "--journal-only"])
+    assert no_journal.exit_code == 2
+    assert "give --journal" in no_journal.output
 
 
 class _TextPolicy(RandomPolicy):

@@ -156,6 +156,7 @@ def _run_policies(
     backend: BackendChoice | None,
     ray_address: str | None,
     journal: Path | None = None,
+    play: bool = True,
 ) -> list[EvaluationResult]:
     """Evaluate each named policy on the same questions with the same seeds (one progress bar each)."""
     from contextlib import nullcontext
@@ -232,6 +233,7 @@ def _run_policies(
                             env_factory=env_factory,
                             ray_address=ray_address,
                             journal=journal / f"{slug(name)}.jsonl" if journal is not None else None,
+                            play=play,
                         )
                     except ValueError as exc:  # a journal of another run
                         _fail(str(exc))
@@ -336,12 +338,33 @@ def eval_command(
     journal: JournalOption = None,
     device: DeviceOption = None,
     max_new_tokens: MaxNewTokensOption = None,
+    journal_only: Annotated[
+        bool,
+        typer.Option(
+            "--journal-only",
+            help="with --journal: play nothing and report the results so far of a run that stopped "
+            "(the planned episodes up to the first one the journal lacks)",
+        ),
+    ] = False,
 ) -> None:
     """Evaluate policies on a dataset split and print a table of results."""
     names = _policy_names(policy)
+    if journal_only and journal is None:
+        _fail("--journal-only reports a journal's episodes: give --journal")
     _configure_language_models(device, max_new_tokens)
     results = _run_policies(
-        names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address, journal
+        names,
+        dataset,
+        split,
+        spider_dir,
+        episodes,
+        seed,
+        url,
+        parallel,
+        backend,
+        ray_address,
+        journal,
+        play=not journal_only,
     )
     console.print(
         _results_table(

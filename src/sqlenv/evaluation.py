@@ -526,6 +526,7 @@ def evaluate(
     ray_address: str | None = None,
     record_transcripts: bool = True,
     journal: str | Path | None = None,
+    play: bool = True,
 ) -> EvaluationResult:
     """Play episodes of `policy` in `env`; every question of the split once unless n_episodes.
 
@@ -540,8 +541,13 @@ def evaluate(
     for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
     `max_new_tokens`), the run continues: the recorded episodes are loaded (and passed to
     `on_episode` first), only the others are played.
-    `wall_time_s` is then this call's time.
+    `wall_time_s` is then this call's time. `play=False` (with a journal) plays nothing: the result
+    holds the results so far of a run that stopped, the episodes of the plan up to its first one the
+    journal lacks. Later episodes that finished are left out: run in parallel, those are the ones
+    that finished early, the short ones, while a prefix of the plan is a sample like the whole.
     """
+    if not play and (journal is None or not Path(journal).is_file()):
+        raise ValueError(f"nothing to report without playing: no episode journal at {journal}")
     chosen = resolve_backend(parallel, backend)
     plan = episode_plan(env.questions, n_episodes, seed)
     name = getattr(policy, "name", type(policy).__name__)
@@ -573,7 +579,7 @@ def evaluate(
         if on_episode is not None:
             on_episode(episode)
 
-    jobs = [job for job in plan if job[0] not in done]
+    jobs = [job for job in plan if job[0] not in done] if play else []
     started = time.perf_counter()
     if jobs and chosen == "serial":
         _run_serial(env, policy, jobs, on_done, record_transcripts)
@@ -584,7 +590,11 @@ def evaluate(
             _run_threads(make_env, make_policy, jobs, parallel, on_done, record_transcripts)
         else:
             _run_ray(make_env, make_policy, jobs, parallel, ray_address, on_done, record_transcripts)
-    episodes = [done[i] for i, _, _ in plan]
+    if play:
+        episodes = [done[i] for i, _, _ in plan]
+    else:
+        finished = next((i for i, _, _ in plan if i not in done), len(plan))
+        episodes = [done[i] for i, _, _ in plan[:finished]]
     return summarise(
         name,
         env.dataset.name,
