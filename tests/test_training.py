@@ -18,6 +18,8 @@ from sqlenv.verifier import format_answer
 
 pytest.importorskip("trl", reason="the llm extra is not installed (pip install -e '.[llm]')")
 
+import itertools
+
 from sqlenv.training.config import load_config
 from sqlenv.training.trl_env import (
     EPISODE_OVER,
@@ -299,6 +301,39 @@ def test_recovering_trajectories_describe_the_mistyped_names_table_after_the_err
         assert observation.done and observation.metadata["correct"]
 
 
+def test_clean_copies_follow_each_mistake_and_replay_to_the_same_results(demo_dataset) -> None:
+    from sqlenv.llm_policy import tool_result_text
+    from sqlenv.tools import tool_call_to_action
+    from sqlenv.training.sft_data import mistaken_turns, oracle_conversations, without_mistakes
+
+    settings = {"seed": 3, "mistake_rate": 0.5, "recovery_rate": 0.5}
+    plain = oracle_conversations(demo_dataset, **settings)
+    with_copies = oracle_conversations(demo_dataset, **settings, clean_copies=True)
+    expected = [
+        c
+        for conversation in plain
+        for c in (conversation, without_mistakes(conversation))[: 2 if mistaken_turns(conversation) else 1]
+    ]
+    assert with_copies == expected  # the same conversations, each mistake one followed by its copy
+    copies = [c for original, c in itertools.pairwise(with_copies) if mistaken_turns(original)]
+    assert 10 <= len(copies) < len(plain)
+    env = SQLEnvironment(dataset=demo_dataset, split="train")
+    by_question = {r.question: r for r in demo_dataset.split("train")}
+    for copy in copies:
+        assert not mistaken_turns(copy) and not any(
+            m["content"].startswith("error: ") for m in copy if m["role"] == "tool"
+        )
+        # Played again call by call, every tool result is the one the copy shows, and it ends correct.
+        question = copy[1]["content"].split("\n")[0].removeprefix("Question: ")
+        env.reset(question_id=by_question[question].question_id)
+        for call, result in itertools.pairwise(copy):
+            if call["role"] == "assistant" and "tool_calls" in call:
+                function = call["tool_calls"][0]["function"]
+                observation = env.step(tool_call_to_action(function["name"], function["arguments"]))
+                assert result["role"] == "tool" and result["content"] == tool_result_text(observation)
+        assert observation.done and observation.metadata["correct"]
+
+
 def _common_prefix_length(a: str, b: str) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
@@ -452,12 +487,13 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
     assert config.grpo.max_steps == 5 and config.grpo.lora.enabled and config.sft.enabled
 
 
-def test_loss_on_mistakes_is_true_or_false() -> None:
+@pytest.mark.parametrize("key", ["loss_on_mistakes", "clean_copies"])
+def test_sft_switches_are_true_or_false(key: str) -> None:
     config_file = Path(__file__).parent.parent / "configs" / "cpu-smollm2.yaml"
-    assert load_config(config_file).sft.loss_on_mistakes is False
-    assert load_config(config_file, overrides={"sft.loss_on_mistakes": True}).sft.loss_on_mistakes is True
-    with pytest.raises(ValueError, match=r"sft\.loss_on_mistakes: expected true or false, got 'maybe'"):
-        load_config(config_file, overrides={"sft.loss_on_mistakes": "maybe"})
+    assert getattr(load_config(config_file).sft, key) is False
+    assert getattr(load_config(config_file, overrides={f"sft.{key}": True}).sft, key) is True
+    with pytest.raises(ValueError, match=rf"sft\.{key}: expected true or false, got 'maybe'"):
+        load_config(config_file, overrides={f"sft.{key}": "maybe"})
 
 
 def test_bf16_is_true_false_or_auto(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ class SFTSection:
     mistake_rate: float = 0.2  # share with a first, mistaken query that is then corrected
     recovery_rate: float = 0.0  # of those, share that describe the mistyped name's table after the error
     loss_on_mistakes: bool = False  # train on the mistaken query too (runs 1-6 did: it taught the typos)
+    clean_copies: bool = False  # beside each mistake conversation, its clean copy (run 7 lost recall without)
     bf16: Bf16Setting = False  # autocast to bfloat16: true, false or "auto" (`resolve_bf16`)
     save_steps: int = 50
 
@@ -150,8 +151,9 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         value = getattr(config, section).bf16
         if not (isinstance(value, bool) or value == "auto"):
             raise ValueError(f"{section}.bf16: expected true, false or auto, got {value!r}")
-    if not isinstance(config.sft.loss_on_mistakes, bool):
-        raise ValueError(f"sft.loss_on_mistakes: expected true or false, got {config.sft.loss_on_mistakes!r}")
+    for key in ("loss_on_mistakes", "clean_copies"):
+        if not isinstance(getattr(config.sft, key), bool):
+            raise ValueError(f"sft.{key}: expected true or false, got {getattr(config.sft, key)!r}")
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})
     if unknown_rewards:
         raise ValueError(f"grpo.reward_weights: unknown part(s) {unknown_rewards}")

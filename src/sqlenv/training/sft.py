@@ -37,6 +37,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         mistake_rate=section.mistake_rate,
         recovery_rate=section.recovery_rate,
         loss_on_mistakes=section.loss_on_mistakes,
+        clean_copies=section.clean_copies,
     )
     if counts["examples"] == 0:
         raise ValueError(

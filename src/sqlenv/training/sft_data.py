@@ -181,8 +181,12 @@ def oracle_conversations(
     sample_rate: float = 0.3,
     mistake_rate: float = 0.2,
     recovery_rate: float = 0.0,
+    clean_copies: bool = False,
 ) -> list[list[dict[str, Any]]]:
-    """Conversations for the split's questions (those with a non-empty gold result), seeded."""
+    """Conversations for the split's questions (those with a non-empty gold result), seeded. With
+    `clean_copies`, a conversation with a mistaken query is followed by its clean copy
+    (`without_mistakes`): with the mistake out of the loss, the mistake conversation teaches the
+    gold query only after an error, and run 7 lost first-query recall that way (docs/results.md)."""
     from sqlenv.environment import SQLEnvironment
 
     env = SQLEnvironment(dataset=dataset, split=split)
@@ -198,6 +202,8 @@ def oracle_conversations(
         )
         if conversation is not None:
             conversations.append(conversation)
+            if clean_copies and mistaken_turns(conversation):
+                conversations.append(without_mistakes(conversation))
     return conversations
 
 
@@ -223,6 +229,25 @@ def mistaken_turns(messages: list[dict[str, Any]]) -> set[int]:
         ):
             found.add(turn)
     return found
+
+
+def without_mistakes(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` without its mistaken queries (`mistaken_turns`) and their errors: the episode as
+    the oracle plays it without the mistake. Nothing else changes: a tool result depends on its
+    call alone, and the answer's verdict on the answer."""
+    mistaken = mistaken_turns(messages)
+    kept, turn, skip_error = [], -1, False
+    for message in messages:
+        if skip_error:  # the error right after a mistaken query
+            skip_error = False
+            continue
+        if message["role"] == "assistant":
+            turn += 1
+            if turn in mistaken:
+                skip_error = True
+                continue
+        kept.append(message)
+    return kept
 
 
 def tokenize_conversation(
@@ -269,6 +294,7 @@ def sft_dataset(
     mistake_rate: float = 0.2,
     recovery_rate: float = 0.0,
     loss_on_mistakes: bool = False,
+    clean_copies: bool = False,
 ) -> tuple[Any, dict[str, int]]:
     """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long). The
     mistaken queries are left out of the loss unless `loss_on_mistakes`: trained on, they teach the
@@ -285,6 +311,7 @@ def sft_dataset(
         sample_rate=sample_rate,
         mistake_rate=mistake_rate,
         recovery_rate=recovery_rate,
+        clean_copies=clean_copies,
     ):
         if max_examples is not None and len(rows) >= max_examples:
             break
