@@ -129,6 +129,7 @@ def test_a_stopped_run_reports_its_episodes_so_far_without_playing(demo_dataset,
     gapped.write_text("\n".join([header, *(e for e in entries if json.loads(e)["index"] != 2)]) + "\n")
     prefix = evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=gapped, play=False)
     assert [e.question_id for e in prefix.episodes] == [e.question_id for e in whole.episodes[:2]]
+    assert prefix.journal_episodes == 2
     with pytest.raises(ValueError, match="no episode journal at"):
         evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=tmp_path / "none.jsonl", play=False)
     assert not (tmp_path / "none.jsonl").exists()

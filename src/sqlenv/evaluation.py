@@ -595,6 +595,7 @@ def evaluate(
     else:
         finished = next((i for i, _, _ in plan if i not in done), len(plan))
         episodes = [done[i] for i, _, _ in plan[:finished]]
+        from_journal = len(episodes)  # all of them, and only those
     return summarise(
         name,
         env.dataset.name,
