@@ -214,40 +214,37 @@ def training_template(tokenizer: Any) -> str:
     return get_training_chat_template(tokenizer) or tokenizer.chat_template
 
 
+def _failed_call(message: dict[str, Any], following: dict[str, Any] | None) -> bool:
+    """Whether `message` is an assistant call whose tool result, `following`, is an error."""
+    return (
+        message["role"] == "assistant"
+        and following is not None
+        and following["role"] == "tool"
+        and following["content"].startswith(TOOL_ERROR_PREFIX)
+    )
+
+
 def mistaken_turns(messages: list[dict[str, Any]]) -> set[int]:
     """Which assistant turns (counted among the assistant messages, from 0) sent a query that failed:
     the tool result right after them is an error."""
-    found, turn = set(), -1
-    for message, following in zip(messages, [*messages[1:], None], strict=True):
-        if message["role"] != "assistant":
-            continue
-        turn += 1
-        if (
-            following is not None
-            and following["role"] == "tool"
-            and following["content"].startswith(TOOL_ERROR_PREFIX)
-        ):
-            found.add(turn)
-    return found
+    assistant = [
+        (message, following)
+        for message, following in zip(messages, [*messages[1:], None], strict=True)
+        if message["role"] == "assistant"
+    ]
+    return {turn for turn, (message, following) in enumerate(assistant) if _failed_call(message, following)}
 
 
 def without_mistakes(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`messages` without its mistaken queries (`mistaken_turns`) and their errors: the episode as
     the oracle plays it without the mistake. Nothing else changes: a tool result depends on its
     call alone, and the answer's verdict on the answer."""
-    mistaken = mistaken_turns(messages)
-    kept, turn, skip_error = [], -1, False
-    for message in messages:
-        if skip_error:  # the error right after a mistaken query
-            skip_error = False
-            continue
-        if message["role"] == "assistant":
-            turn += 1
-            if turn in mistaken:
-                skip_error = True
-                continue
-        kept.append(message)
-    return kept
+    failed = {
+        i
+        for i, (message, following) in enumerate(zip(messages, [*messages[1:], None], strict=True))
+        if _failed_call(message, following)
+    }
+    return [m for i, m in enumerate(messages) if i not in failed and i - 1 not in failed]
 
 
 def tokenize_conversation(
