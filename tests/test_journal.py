@@ -120,6 +120,8 @@ def test_a_stopped_run_reports_its_episodes_so_far_without_playing(demo_dataset,
     recorded = journal.read_text()
     so_far = evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=journal, play=False)
     assert so_far.n_episodes == 5 == so_far.journal_episodes
+    assert (so_far.planned_episodes, so_far.finished_after_gap) == (12, 0)
+    assert "the first 5 of the 12 planned episodes" in summary_markdown(so_far)
     assert [e.__dict__ for e in so_far.episodes] == [e.__dict__ for e in whole.episodes[:5]]
     assert journal.read_text() == recorded  # nothing was played or written
     # A gap (in a parallel run, an episode still playing when it stopped) ends the results so far:
@@ -130,6 +132,13 @@ def test_a_stopped_run_reports_its_episodes_so_far_without_playing(demo_dataset,
     prefix = evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=gapped, play=False)
     assert [e.question_id for e in prefix.episodes] == [e.question_id for e in whole.episodes[:2]]
     assert prefix.journal_episodes == 2
+    assert (prefix.planned_episodes, prefix.finished_after_gap) == (12, 2)  # indices 3 and 4
+    assert "2 that finished after it are left out" in summary_markdown(prefix)
+    # A finished run's journal reports the whole run, not a stopped one.
+    evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=journal)
+    complete = evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=journal, play=False)
+    assert (complete.n_episodes, complete.planned_episodes, complete.finished_after_gap) == (12, 0, 0)
+    assert "stopped run" not in summary_markdown(complete)
     with pytest.raises(ValueError, match="no episode journal at"):
         evaluate(env, RandomPolicy(seed=1), 12, seed=4, journal=tmp_path / "none.jsonl", play=False)
     assert not (tmp_path / "none.jsonl").exists()
@@ -167,6 +176,17 @@ def test_cli_eval_journal_continues_the_same_command(tmp_path: Path) -> None:
     assert only.exit_code == 0, only.output
     reported = json.loads((tmp_path / "out.json").read_text())
     assert reported["oracle"]["n_episodes"] == 6 == reported["oracle"]["journal_episodes"]
+    assert "stopped run" not in only.output
+    # A journal without its third episode: the run so far is the first two.
+    random_journal = tmp_path / "j" / "random.jsonl"
+    header, *entries = random_journal.read_text().splitlines()
+    random_journal.write_text(
+        "\n".join([header, *(e for e in entries if json.loads(e)["index"] != 2)]) + "\n"
+    )
+    stopped = runner.invoke(app, [*command, "--journal-only"])
+    assert stopped.exit_code == 0, stopped.output
+    assert "random: a stopped run, the first 2 of 6 planned episodes (3 that finished" in stopped.output
+    assert json.loads((tmp_path / "out.json").read_text())["random"]["planned_episodes"] == 6
     no_journal = runner.invoke(app, ["eval", "--policy", "random", "--dataset", "demo", "--journal-only"])
     assert no_journal.exit_code == 2
     assert "give --journal" in no_journal.output

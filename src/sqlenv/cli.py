@@ -372,6 +372,12 @@ def eval_command(
             results,
         )
     )
+    for r in results:
+        if r.planned_episodes:
+            console.print(
+                f"{r.policy}: a stopped run, the first {r.n_episodes} of {r.planned_episodes} planned "
+                f"episodes ({r.finished_after_gap} that finished after the first missing one left out)"
+            )
     if json_path is not None:
         payload = results[0].to_json() if len(results) == 1 else {r.policy: r.to_json() for r in results}
         json_path.parent.mkdir(parents=True, exist_ok=True)

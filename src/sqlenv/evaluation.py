@@ -122,6 +122,10 @@ class EvaluationResult:
     backend: str = "serial"
     wall_time_s: float = 0.0  # this call's time: the episodes it played, not those of a journal
     journal_episodes: int = 0  # episodes loaded from a journal (played by an earlier run)
+    # A stopped run reported so far (`evaluate(..., play=False)`): the plan's size, and how many of
+    # its episodes had finished after the first one missing (left out of these results). 0: whole.
+    planned_episodes: int = 0
+    finished_after_gap: int = 0
     # Keyed SEEN_IN_TRAIN / NOT_IN_TRAIN: recall of a trained query vs the rest (`sqlenv.data.overlap`).
     by_train_overlap: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -237,6 +241,8 @@ def summarise(
     backend: str = "serial",
     wall_time_s: float = 0.0,
     journal_episodes: int = 0,
+    planned_episodes: int = 0,
+    finished_after_gap: int = 0,
 ) -> EvaluationResult:
     """An `EvaluationResult` from episode records (overall and by difficulty, type, database)."""
     overall = group_stats(episodes)
@@ -262,6 +268,8 @@ def summarise(
         backend=backend,
         wall_time_s=round(wall_time_s, 4),
         journal_episodes=journal_episodes,
+        planned_episodes=planned_episodes,
+        finished_after_gap=finished_after_gap,
     )
 
 
@@ -590,12 +598,15 @@ def evaluate(
             _run_threads(make_env, make_policy, jobs, parallel, on_done, record_transcripts)
         else:
             _run_ray(make_env, make_policy, jobs, parallel, ray_address, on_done, record_transcripts)
+    planned = after_gap = 0
     if play:
         episodes = [done[i] for i, _, _ in plan]
     else:
         finished = next((i for i, _, _ in plan if i not in done), len(plan))
         episodes = [done[i] for i, _, _ in plan[:finished]]
         from_journal = len(episodes)  # all of them, and only those
+        if finished < len(plan):
+            planned, after_gap = len(plan), len(done) - finished
     return summarise(
         name,
         env.dataset.name,
@@ -605,4 +616,6 @@ def evaluate(
         backend=chosen,
         wall_time_s=time.perf_counter() - started,
         journal_episodes=from_journal,
+        planned_episodes=planned,
+        finished_after_gap=after_gap,
     )

@@ -165,6 +165,13 @@ def summary_markdown(result: EvaluationResult) -> str:
             f"{result.journal_episodes} loaded from the journal of an earlier run, "
             f"{played} played in {timing}"
         )
+    if result.planned_episodes:
+        timing += (
+            f". **A stopped run**: these are the first {result.n_episodes} of the "
+            f"{result.planned_episodes} planned episodes, in the plan's order up to the first one "
+            f"that had not finished; {result.finished_after_gap} that finished after it are left out "
+            "(run in parallel, those are the short ones)"
+        )
     parts = [
         f"# {_title(result)}",
         "",
