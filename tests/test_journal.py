@@ -122,6 +122,7 @@ def test_a_stopped_run_reports_its_episodes_so_far_without_playing(demo_dataset,
     assert so_far.n_episodes == 5 == so_far.journal_episodes
     assert (so_far.planned_episodes, so_far.finished_after_gap) == (12, 0)
     assert "the first 5 of the 12 planned episodes" in summary_markdown(so_far)
+    assert "all 5 loaded from the journal of an earlier run, none played" in summary_markdown(so_far)
     assert [e.__dict__ for e in so_far.episodes] == [e.__dict__ for e in whole.episodes[:5]]
     assert journal.read_text() == recorded  # nothing was played or written
     # A gap (in a parallel run, an episode still playing when it stopped) ends the results so far:

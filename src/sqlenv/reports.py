@@ -160,7 +160,9 @@ def summary_markdown(result: EvaluationResult) -> str:
     played = result.n_episodes - result.journal_episodes
     speed = f", {played / result.wall_time_s:.2f} episodes/s" if result.wall_time_s > 0 else ""
     timing = f"{result.wall_time_s:.2f} s{speed}"
-    if result.journal_episodes:  # a continued run: its time covers only the episodes it played
+    if result.journal_episodes and not played:  # reported from a journal alone (--journal-only)
+        timing = f"all {result.journal_episodes} loaded from the journal of an earlier run, none played"
+    elif result.journal_episodes:  # a continued run: its time covers only the episodes it played
         timing = (
             f"{result.journal_episodes} loaded from the journal of an earlier run, "
             f"{played} played in {timing}"
