@@ -565,6 +565,26 @@ def test_the_live_reward_plot_includes_the_step_just_finished(tmp_path: Path) ->
     assert curves.stat().st_mtime_ns == drawn  # nothing new to draw before the log
 
 
+def test_the_summary_plot_has_a_panel_per_thing_measured(tmp_path: Path) -> None:
+    """An SFT run logs a loss and measures no success: its summary is that one panel, not an empty
+    second one beside it (run 8's was, session 13)."""
+    from matplotlib.image import imread
+    from transformers import TrainerState
+
+    from sqlenv.training.live import LiveVisualizationCallback
+
+    config = load_config(REPO / "configs" / "smoke.yaml")
+    widths = {}
+    for phase, success in (("sft", []), ("grpo", [{"step": 1, "train": 0.5, "eval": 0.0}])):
+        callback = LiveVisualizationCallback(config, tmp_path / phase, tokenizer=None, phase=phase)
+        state = TrainerState(global_step=1)
+        callback.on_log(None, state, None, logs={"loss": 0.3, "reward": 0.2})
+        callback.success = success
+        callback.on_train_end(None, state, None)
+        widths[phase] = imread(tmp_path / phase / "live" / "summary.png").shape[1]
+    assert widths == {"sft": round(6.5 * 110), "grpo": round(2 * 6.5 * 110)}
+
+
 def test_a_resumed_run_plots_from_its_first_step(tmp_path: Path) -> None:
     import json
 

@@ -213,10 +213,10 @@ class LiveVisualizationCallback(TrainerCallback):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        panels = [
-            p for p in (self.plot_curves, self.plot_success) if p is not self.plot_success or self.success
-        ]
-        panels = [p for p in panels if p is not self.plot_curves or self._curve_series()]
+        # Only the panels with something to draw (an SFT run measures no success).
+        panels = [self.plot_curves] if self._curve_series() else []
+        if self.success:
+            panels.append(self.plot_success)
         figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), dpi=110, squeeze=False)
         for draw, ax in zip(panels, axes[0], strict=True):
             draw(path, axes=ax)
