@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import platform
 import tempfile
-import time
 from typing import Any
 
 
@@ -35,41 +34,19 @@ def _rows(max_length: int, steps: int) -> Any:
 
 def _time_steps(tokenizer: Any, rows: Any, bf16: bool) -> tuple[float, int]:
     """(seconds, tokens) of the optimisation steps after the first: one trajectory each, in order."""
-    from transformers import TrainerCallback
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     from sqlenv.training.models import load_trainable
-
-    class StepClock(TrainerCallback):
-        def __init__(self) -> None:
-            self.durations: list[float] = []
-
-        def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
-            self.started = time.perf_counter()
-
-        def on_step_end(self, *args: Any, **kwargs: Any) -> None:
-            self.durations.append(time.perf_counter() - self.started)
+    from training_timing import (  # benchmarks/, on the path when a benchmark runs as a script
+        StepClock,
+        timing_sft_config,
+    )
 
     _, model = load_trainable("smollm2-135m")
     clock = StepClock()
     with tempfile.TemporaryDirectory() as out:
-        args = SFTConfig(  # as `sqlenv train sft` (sqlenv.training.sft), one trajectory per step
-            output_dir=out,
-            max_steps=len(rows),
-            learning_rate=1e-5,
-            per_device_train_batch_size=1,
-            gradient_accumulation_steps=1,
-            max_length=None,
-            assistant_only_loss=False,
-            activation_checkpointing=False,
-            bf16=bf16,
-            use_cpu=True,
-            train_sampling_strategy="sequential",
-            save_strategy="no",
-            report_to="none",
-            disable_tqdm=True,
-            seed=0,
-        )
+        # One trajectory per step.
+        args = timing_sft_config(out, steps=len(rows), batch_size=1, accumulation=1, bf16=bf16)
         trainer = SFTTrainer(
             model=model, args=args, train_dataset=rows, processing_class=tokenizer, callbacks=[clock]
         )
@@ -80,6 +57,8 @@ def _time_steps(tokenizer: Any, rows: Any, bf16: bool) -> tuple[float, int]:
 
 
 def main() -> None:
+    from training_timing import parse_timing_args
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--steps", type=int, default=3, help="optimisation steps per setting, the first untimed"
@@ -90,16 +69,11 @@ def main() -> None:
         default=1000,
         help="longest trajectory, in tokens (the demo's shortest are ~900)",
     )
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
-    args = parser.parse_args()
-    if args.steps < 2:
-        raise SystemExit("--steps must be at least 2: the first step is a warm-up")
+    args = parse_timing_args(parser)
     import torch
 
     from sqlenv.training.models import native_bf16, resolve_bf16
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     native, device = native_bf16()
     tokenizer, rows = _rows(args.max_length, args.steps)
     print(

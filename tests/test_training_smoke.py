@@ -56,6 +56,9 @@ def test_sft_learns_on_assistant_turns(smoke_run: Path) -> None:
     assert len(losses) >= 3 and losses[-1] < losses[0]
     assert (smoke_run / "sft" / "final" / "config.json").is_file()
     assert (smoke_run / "sft" / "live" / "curves.png").stat().st_size > 10_000
+    # Every optimisation batch of 4 shared its opening (sft.shared_prefix, on by default).
+    counts = json.loads((smoke_run / "sft" / "data_counts.json").read_text())
+    assert counts["shared_prefix_steps"] == len(losses) and counts["plain_steps"] == 0
 
 
 def test_training_says_whether_it_autocasts_to_bf16(smoke_run: Path) -> None:

@@ -1,9 +1,11 @@
 """`sqlenv train sft`: the SFT warm-up with TRL's SFTTrainer on oracle trajectories.
 
 The data is tokenised here (`sqlenv.training.sft_data`) with TRL's training chat template, and the
-loss covers assistant turns only (the `assistant_masks` column). The final model and tokenizer
-are saved to `<output_dir>/sft/final`, a directory `sqlenv eval --policy` accepts; the log
-history goes to `<output_dir>/sft/log_history.json`.
+loss covers assistant turns only (the `assistant_masks` column). With `sft.shared_prefix` (the
+default) each optimisation batch's common opening runs once (`sqlenv.training.shared_prefix`).
+The final model and tokenizer are saved to `<output_dir>/sft/final`, a directory `sqlenv eval
+--policy` accepts; the log history goes to `<output_dir>/sft/log_history.json`, the data counts
+(and how many steps shared their opening) to `<output_dir>/sft/data_counts.json`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
     from sqlenv.training.live import LiveVisualizationCallback
     from sqlenv.training.models import bf16_for, has_gpu, load_trainable, progress_callbacks, set_threads
     from sqlenv.training.sft_data import sft_dataset
+    from sqlenv.training.shared_prefix import shared_prefix_trainer_class
 
     set_threads(config.threads)
     section = config.sft
@@ -51,14 +54,19 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         )
     bf16 = bf16_for(section.bf16, "sft", console)
     out = config.sft_dir
+    # The shared-prefix step needs the whole optimisation batch at once; it runs `batch_size`
+    # conversations at a time itself, so the memory and the optimisation batch stay the config's.
+    batch_size, accumulation = section.batch_size, section.gradient_accumulation_steps
+    if section.shared_prefix:
+        batch_size, accumulation = batch_size * accumulation, 1
     args = SFTConfig(
         output_dir=str(out),
         num_train_epochs=section.epochs,
         learning_rate=section.learning_rate,
         lr_scheduler_type="cosine",
         warmup_steps=0.05,
-        per_device_train_batch_size=section.batch_size,
-        gradient_accumulation_steps=section.gradient_accumulation_steps,
+        per_device_train_batch_size=batch_size,
+        gradient_accumulation_steps=accumulation,
         max_length=section.max_length,
         assistant_only_loss=False,  # the tokenised rows carry assistant_masks: the loss is on those only
         activation_checkpointing=False,  # TRL turns it on; a 135M model fits without, and runs ~30% faster
@@ -71,7 +79,10 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         seed=config.seed,
         disable_tqdm=True,
     )
-    trainer = SFTTrainer(
+    trainer_class, extra = SFTTrainer, {}
+    if section.shared_prefix:
+        trainer_class, extra = shared_prefix_trainer_class(), {"micro_batch_size": section.batch_size}
+    trainer = trainer_class(
         model=model,
         args=args,
         train_dataset=train_data,
@@ -81,8 +92,16 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
             # Loss curves only: playing episodes would cost SFT minutes per check on a CPU.
             LiveVisualizationCallback(config, out, tokenizer=tokenizer, phase="sft", play_episodes=False),
         ],
+        **extra,
     )
     trainer.train(resume_from_checkpoint=resume or None)
+    if section.shared_prefix:
+        counts |= {"shared_prefix_steps": trainer.shared_steps, "plain_steps": trainer.plain_steps}
+        if console is not None:
+            console.print(
+                f"SFT: {trainer.shared_steps} optimisation steps shared their batch's opening, "
+                f"{trainer.plain_steps} ran plain"
+            )
     final = out / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
