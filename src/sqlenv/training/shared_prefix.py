@@ -18,8 +18,9 @@ per batch instead of once per conversation. `benchmarks/bench_sft_step.py` measu
 
 The cut is one token before the common prefix ends, so that the logits predicting the first
 differing token come from the remainder's forward. Nothing in the prefix may be a training target
-(it is the system message); a batch where it is, or whose common prefix is too short to pay, or a
-model whose cache is not a plain per-layer key/value cache, takes the plain step instead.
+(it is the system message); a batch where it is, or whose common prefix is too short to pay, a
+model whose cache is not a plain per-layer key/value cache, fp16 loss scaling and training over
+several processes take the plain step instead.
 """
 
 from __future__ import annotations
@@ -189,6 +190,10 @@ def shared_prefix_trainer_class() -> type:
         ) -> torch.Tensor:
             inputs = self._prepare_inputs(inputs)
             cut = shared_prefix_cut(inputs["input_ids"], inputs["attention_mask"], inputs["labels"])
+            # This step calls backward itself: without the accelerator's fp16 loss scaling and
+            # gradient synchronisation across processes, so those setups take the plain step.
+            if self.args.fp16 or self.accelerator.num_processes > 1:
+                cut = None
             if cut is None:
                 self.plain_steps += 1
                 return super().training_step(model, inputs, num_items_in_batch)
