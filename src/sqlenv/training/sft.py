@@ -54,11 +54,13 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         )
     bf16 = bf16_for(section.bf16, "sft", console)
     out = config.sft_dir
-    # The shared-prefix step needs the whole optimisation batch at once; it runs `batch_size`
-    # conversations at a time itself, so the memory and the optimisation batch stay the config's.
     batch_size, accumulation = section.batch_size, section.gradient_accumulation_steps
+    trainer_class, extra = SFTTrainer, {}
     if section.shared_prefix:
+        # The shared-prefix step needs the whole optimisation batch at once; it runs `batch_size`
+        # conversations at a time itself, so the memory and the optimisation batch stay the config's.
         batch_size, accumulation = batch_size * accumulation, 1
+        trainer_class, extra = shared_prefix_trainer_class(), {"micro_batch_size": section.batch_size}
     args = SFTConfig(
         output_dir=str(out),
         num_train_epochs=section.epochs,
@@ -79,9 +81,6 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         seed=config.seed,
         disable_tqdm=True,
     )
-    trainer_class, extra = SFTTrainer, {}
-    if section.shared_prefix:
-        trainer_class, extra = shared_prefix_trainer_class(), {"micro_batch_size": section.batch_size}
     trainer = trainer_class(
         model=model,
         args=args,

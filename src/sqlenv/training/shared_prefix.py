@@ -44,7 +44,6 @@ class SharedPrefixStep:
     correct: int
     entropy: float  # summed over the target tokens
     targets: int
-    prefix_tokens: int
     tokens_run: int
     tokens_in_batch: int
 
@@ -162,7 +161,6 @@ def shared_prefix_backward(
         correct=correct,
         entropy=entropy,
         targets=targets,
-        prefix_tokens=cut,
         tokens_run=tokens_run,
         tokens_in_batch=int(attention_mask.sum()),
     )
@@ -188,7 +186,7 @@ def shared_prefix_trainer_class() -> type:
         def training_step(
             self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None
         ) -> torch.Tensor:
-            inputs = self._prepare_inputs(inputs)
+            # Decided on the batch as it comes: the plain step prepares its inputs itself.
             cut = shared_prefix_cut(inputs["input_ids"], inputs["attention_mask"], inputs["labels"])
             # This step calls backward itself: without the accelerator's fp16 loss scaling and
             # gradient synchronisation across processes, so those setups take the plain step.
@@ -197,6 +195,7 @@ def shared_prefix_trainer_class() -> type:
             if cut is None:
                 self.plain_steps += 1
                 return super().training_step(model, inputs, num_items_in_batch)
+            inputs = self._prepare_inputs(inputs)
             model.train()
             with self.compute_loss_context_manager():
                 step = shared_prefix_backward(
