@@ -1,5 +1,6 @@
 """Episode journals: a stopped evaluation continues where it stopped and ends as an uninterrupted
-run would have; a journal of another run is refused and left as it was."""
+run would have; a journal of another run, or one another run is still writing, is refused and left
+as it was."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 from sqlenv import SQLEnvironment
 from sqlenv.cli import app
 from sqlenv.evaluation import evaluate
+from sqlenv.journal import JournalInUse
 from sqlenv.policies import RandomPolicy
 from sqlenv.reports import summary_markdown
 
@@ -191,6 +193,68 @@ def test_cli_eval_journal_continues_the_same_command(tmp_path: Path) -> None:
     no_journal = runner.invoke(app, ["eval", "--policy", "random", "--dataset", "demo", "--journal-only"])
     assert no_journal.exit_code == 2
     assert "give --journal" in no_journal.output
+
+
+def test_a_second_run_on_a_journal_being_written_is_refused_and_changes_nothing(
+    demo_dataset, tmp_path: Path
+) -> None:
+    pytest.importorskip("fcntl", reason="journal locks use POSIX flock")
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    journal = tmp_path / "j.jsonl"
+    whole = evaluate(env, RandomPolicy(seed=2), 6, seed=1)
+    seen: list[int] = []
+
+    def meanwhile(_episode) -> None:  # on the running evaluation's thread, after it recorded one
+        seen.append(len(seen))
+        if len(seen) != 2:
+            return
+        written = journal.read_text()
+        with pytest.raises(JournalInUse, match="being written by another evaluation that is still running"):
+            evaluate(env, RandomPolicy(seed=2), 6, seed=1, journal=journal)
+        # A report of the results so far only reads: it works beside the writer, even across a
+        # half-written last line, which it leaves for the writer to finish.
+        with journal.open("a") as handle:
+            handle.write('{"index": 2, "epis')
+        so_far = evaluate(env, RandomPolicy(seed=2), 6, seed=1, journal=journal, play=False)
+        assert [e.question_id for e in so_far.episodes] == [e.question_id for e in whole.episodes[:2]]
+        assert journal.read_text() == written + '{"index": 2, "epis'
+        journal.write_text(written)
+
+    run = evaluate(env, RandomPolicy(seed=2), 6, seed=1, journal=journal, on_episode=meanwhile)
+    assert [e.__dict__ for e in run.episodes] == [e.__dict__ for e in whole.episodes]
+    assert len(journal.read_text().splitlines()) == 7  # the header and each episode once
+    # The lock ends with the run that held it, also when it stops with an error.
+    with pytest.raises(Stop):
+        evaluate(
+            env, RandomPolicy(seed=2), 8, seed=1, journal=tmp_path / "k.jsonl", on_episode=_stop_after(1)
+        )
+    continued = evaluate(env, RandomPolicy(seed=2), 8, seed=1, journal=tmp_path / "k.jsonl")
+    assert continued.journal_episodes == 1
+
+
+def test_cli_eval_refuses_a_journal_another_run_is_writing(tmp_path: Path) -> None:
+    fcntl = pytest.importorskip("fcntl", reason="journal locks use POSIX flock")
+    (tmp_path / "j").mkdir()
+    journal = tmp_path / "j" / "random.jsonl"
+    with journal.open("a") as held:  # as the other `sqlenv eval` holds it
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = CliRunner().invoke(
+            app,
+            [
+                "eval",
+                "--policy",
+                "random",
+                "--dataset",
+                "demo",
+                "--episodes",
+                "3",
+                "--journal",
+                str(tmp_path / "j"),
+            ],
+        )
+        assert result.exit_code != 0
+        assert "is being written by another evaluation" in " ".join(result.output.split())
+        assert journal.read_text() == ""
 
 
 class _TextPolicy(RandomPolicy):

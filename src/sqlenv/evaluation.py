@@ -548,7 +548,9 @@ def evaluate(
     journal of an unfinished run with the same policy name, dataset, split, seed and episodes (and,
     for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
     `max_new_tokens`), the run continues: the recorded episodes are loaded (and passed to
-    `on_episode` first), only the others are played.
+    `on_episode` first), only the others are played. A run that plays holds the journal's lock
+    until it returns: a second one started on the same journal meanwhile is refused
+    (`sqlenv.journal.JournalInUse`).
     `wall_time_s` is then this call's time. `play=False` (with a journal) plays nothing: the result
     holds the results so far of a run that stopped, the episodes of the plan up to its first one the
     journal lacks. Later episodes that finished are left out: run in parallel, those are the ones
@@ -573,49 +575,54 @@ def evaluate(
             jobs=plan,
             weights=getattr(policy, "weights_fingerprint", None),
             max_new_tokens=getattr(policy, "max_new_tokens", None),
+            write=play,  # a report of the results so far only reads it
         )
         done = {index: _with_train_overlap(e, env.dataset) for index, e in opened.done.items()}
-    from_journal = len(done)
-    if on_episode is not None:
-        for index in sorted(done):
-            on_episode(done[index])
-
-    def on_done(index: int, episode: EpisodeRecord) -> None:
-        done[index] = episode
-        if opened is not None:
-            opened.record(index, episode)
+    try:
+        from_journal = len(done)
         if on_episode is not None:
-            on_episode(episode)
+            for index in sorted(done):
+                on_episode(done[index])
 
-    jobs = [job for job in plan if job[0] not in done] if play else []
-    started = time.perf_counter()
-    if jobs and chosen == "serial":
-        _run_serial(env, policy, jobs, on_done, record_transcripts)
-    elif jobs:
-        make_env = env_factory or environment_factory_for(env)
-        make_policy = policy_factory or _policy_factory_for(policy)
-        if chosen == "threads":
-            _run_threads(make_env, make_policy, jobs, parallel, on_done, record_transcripts)
+        def on_done(index: int, episode: EpisodeRecord) -> None:
+            done[index] = episode
+            if opened is not None:
+                opened.record(index, episode)
+            if on_episode is not None:
+                on_episode(episode)
+
+        jobs = [job for job in plan if job[0] not in done] if play else []
+        started = time.perf_counter()
+        if jobs and chosen == "serial":
+            _run_serial(env, policy, jobs, on_done, record_transcripts)
+        elif jobs:
+            make_env = env_factory or environment_factory_for(env)
+            make_policy = policy_factory or _policy_factory_for(policy)
+            if chosen == "threads":
+                _run_threads(make_env, make_policy, jobs, parallel, on_done, record_transcripts)
+            else:
+                _run_ray(make_env, make_policy, jobs, parallel, ray_address, on_done, record_transcripts)
+        planned = after_gap = 0
+        if play:
+            episodes = [done[i] for i, _, _ in plan]
         else:
-            _run_ray(make_env, make_policy, jobs, parallel, ray_address, on_done, record_transcripts)
-    planned = after_gap = 0
-    if play:
-        episodes = [done[i] for i, _, _ in plan]
-    else:
-        finished = next((i for i, _, _ in plan if i not in done), len(plan))
-        episodes = [done[i] for i, _, _ in plan[:finished]]
-        from_journal = len(episodes)  # all of them, and only those
-        if finished < len(plan):
-            planned, after_gap = len(plan), len(done) - finished
-    return summarise(
-        name,
-        env.dataset.name,
-        env.split,
-        episodes,
-        seed=seed,
-        backend=chosen,
-        wall_time_s=time.perf_counter() - started,
-        journal_episodes=from_journal,
-        planned_episodes=planned,
-        finished_after_gap=after_gap,
-    )
+            finished = next((i for i, _, _ in plan if i not in done), len(plan))
+            episodes = [done[i] for i, _, _ in plan[:finished]]
+            from_journal = len(episodes)  # all of them, and only those
+            if finished < len(plan):
+                planned, after_gap = len(plan), len(done) - finished
+        return summarise(
+            name,
+            env.dataset.name,
+            env.split,
+            episodes,
+            seed=seed,
+            backend=chosen,
+            wall_time_s=time.perf_counter() - started,
+            journal_episodes=from_journal,
+            planned_episodes=planned,
+            finished_after_gap=after_gap,
+        )
+    finally:
+        if opened is not None:
+            opened.close()  # the journal's lock: another run may continue it now

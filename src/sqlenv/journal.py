@@ -11,6 +11,12 @@ plan, for a local model the fingerprint of its weights, `sqlenv.model_identity`,
 language model its per-reply token limit); a journal from a different run is refused rather than
 mixed in: a model retrained into the same folder, or given room for longer replies, is another
 run. A last line cut short by a crash is ignored (that episode is played again).
+
+A run that plays holds an exclusive lock on its journal (`fcntl.flock`, released by `close()` or
+when the process ends, however it ends). A second run started on the same journal is refused
+at once: it would play the episodes the first is playing and record them twice, and its load could
+cut the first one's half-written last line. Reading a journal (a report of the results so far,
+`play=False`) takes no lock and writes nothing, so it works beside the run that writes it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import IO, Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks, and no guard against a second writer
+    fcntl = None  # type: ignore[assignment]
 
 from sqlenv.evaluation import EpisodeRecord, Job
 
@@ -28,6 +40,10 @@ JOURNAL_FORMAT = "sqlenv-episode-journal/1"
 # Journals written before the header recorded `max_new_tokens` came from chat policies that all
 # used 96 tokens per reply; such a journal is that run's.
 LEGACY_MAX_NEW_TOKENS = 96
+
+
+class JournalInUse(ValueError):
+    """The journal is being written by another running evaluation."""
 
 
 def _plan_digest(jobs: Sequence[Job]) -> str:
@@ -49,8 +65,10 @@ class EpisodeJournal:
         jobs: Sequence[Job],
         weights: str | None = None,
         max_new_tokens: int | None = None,
+        write: bool = True,
     ):
         self.path = Path(path)
+        self.write = write
         self.header = {
             "format": JOURNAL_FORMAT,
             "policy": policy,
@@ -63,12 +81,46 @@ class EpisodeJournal:
             "max_new_tokens": max_new_tokens,  # None for policies that generate no text
         }
         self._lock = threading.Lock()
+        self._held: IO[Any] | None = None
         self.done: dict[int, EpisodeRecord] = {}
-        if self.path.exists() and self.path.stat().st_size > 0:
-            self._load()
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps(self.header) + "\n", encoding="utf-8")
+        if write:
+            self._hold()
+        try:
+            if self.path.exists() and self.path.stat().st_size > 0:
+                self._load()
+            elif write:
+                self.path.write_text(json.dumps(self.header) + "\n", encoding="utf-8")
+        except BaseException:
+            self.close()
+            raise
+
+    def _hold(self) -> None:
+        """Take the journal's exclusive lock, or refuse: another run is writing it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("a", encoding="utf-8")  # creates it; changes nothing that exists
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                raise JournalInUse(
+                    f"{self.path} is being written by another evaluation that is still running; "
+                    "a second one would play its episodes again and record them twice. "
+                    "Wait for it to finish, or use another journal file."
+                ) from None
+        self._held = handle
+
+    def close(self) -> None:
+        """Release the lock (a journal that only reads holds none)."""
+        if self._held is not None:
+            self._held.close()  # closing the descriptor releases the flock
+            self._held = None
+
+    def __enter__(self) -> EpisodeJournal:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def _load(self) -> None:
         lines = self.path.read_text(encoding="utf-8").splitlines()
@@ -97,12 +149,15 @@ class EpisodeJournal:
                 self.done[int(entry["index"])] = EpisodeRecord.from_json(entry["episode"])
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 if number == len(lines):  # the last line, cut short when the run was stopped
-                    self.path.write_text("".join(line + "\n" for line in lines[:-1]), encoding="utf-8")
+                    if self.write:
+                        self.path.write_text("".join(line + "\n" for line in lines[:-1]), encoding="utf-8")
                     break
                 raise ValueError(f"{self.path} line {number} is not a journal entry") from None
 
     def record(self, index: int, episode: EpisodeRecord) -> None:
         """Append one finished episode (flushed at once, so a stop loses only unfinished ones)."""
+        if not self.write:
+            raise RuntimeError(f"{self.path} was opened to read, not to record episodes")
         line = json.dumps({"index": index, "episode": asdict(episode)}, ensure_ascii=False)
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")
