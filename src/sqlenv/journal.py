@@ -116,12 +116,6 @@ class EpisodeJournal:
             self._held.close()  # closing the descriptor releases the flock
             self._held = None
 
-    def __enter__(self) -> EpisodeJournal:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def _load(self) -> None:
         lines = self.path.read_text(encoding="utf-8").splitlines()
         try:
