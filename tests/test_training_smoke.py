@@ -93,11 +93,39 @@ def test_the_trained_model_is_an_evaluation_policy(smoke_run: Path, spider10) ->
     from sqlenv.environment import SQLEnvironment
     from sqlenv.evaluation import evaluate
     from sqlenv.policies import make_policy
+    from sqlenv.solved_examples import read_prompt_settings
 
+    for phase in ("sft", "grpo"):  # smoke.yaml shows no solved examples, and the models say so
+        assert read_prompt_settings(smoke_run / phase / "final") == {"solved_examples": 0}
     policy = make_policy(str(smoke_run / "grpo" / "final"), spider10)
     policy.max_new_tokens = 48
     result = evaluate(SQLEnvironment(dataset=spider10, split="eval"), policy, n_episodes=1)
     assert result.n_episodes == 1 and result.episodes[0].steps >= 1
+
+
+def test_a_model_trained_with_solved_examples_is_evaluated_with_them(
+    tmp_path: Path, spider_dir: Path, spider10
+) -> None:
+    from sqlenv.environment import SQLEnvironment
+    from sqlenv.evaluation import evaluate
+    from sqlenv.llm_policy import question_message
+    from sqlenv.policies import make_policy
+    from sqlenv.solved_examples import EXAMPLES_HEADING, SolvedExamples, read_prompt_settings
+
+    short = ["--set", "sft.max_examples=4", "--set", "sft.epochs=1", "--set", "sft.max_length=1400"]
+    _train("sft", tmp_path, spider_dir, "--set", "solved_examples=2", *short)
+    final = tmp_path / "sft" / "final"
+    assert read_prompt_settings(final) == {"solved_examples": 2}
+    policy = make_policy(str(final), spider10)
+    assert policy.name == "final-0shot-2solved"
+    policy.max_new_tokens = 48
+    env = SQLEnvironment(dataset=spider10, split="eval")
+    result = evaluate(env, policy, n_episodes=1)
+    assert result.n_episodes == 1
+    question = policy._head[-1]  # the last episode's question message, as SFT rendered it
+    observation = env.reset(question_id=result.episodes[0].question_id)
+    assert question == question_message(observation, SolvedExamples(spider10, 2))
+    assert EXAMPLES_HEADING in question["content"]
 
 
 def test_grpo_resumes_from_its_last_checkpoint(smoke_run: Path, spider_dir: Path) -> None:

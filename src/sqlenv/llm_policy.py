@@ -7,7 +7,9 @@ plain transformers checkpoint under the sqlenv cache, so later loads take a seco
 
 The prompt: a system message explaining the task, the tools and the answer format; 0, 1 or 3
 worked examples (oracle episodes on train questions, with the real tool results); then the
-question and the table names. Each reply must be exactly one tool call in the model's chat
+question, the table names and, with `solved_examples=N`, the N most similar solved train questions
+of the database with their SQL (`sqlenv.solved_examples`; a local model trained with them is
+prompted with them, as its directory records). Each reply must be exactly one tool call in the model's chat
 template (the tool schema is `sqlenv.tools.TOOLS`, shared with training). A reply that does not
 parse as a tool call is a format error: the step is spent (the environment receives an invalid
 action) and the model is told what went wrong. Generation is greedy by default, with a per-turn
@@ -52,6 +54,7 @@ from sqlenv.data import Dataset, QuestionRecord
 from sqlenv.data.cache import cache_dir
 from sqlenv.model_identity import weights_fingerprint
 from sqlenv.models import SQLAction, SQLObservation
+from sqlenv.solved_examples import SolvedExamples, examples_text, read_prompt_settings
 from sqlenv.tools import TOOLS, action_to_tool_call, tool_call_to_action
 from sqlenv.verifier import format_answer
 
@@ -199,8 +202,13 @@ def tool_result_text(observation: SQLObservation) -> str:
     return _truncate(f"{TOOL_ERROR_PREFIX}{observation.error}" if observation.error else observation.result)
 
 
-def question_message(observation: SQLObservation) -> dict[str, str]:
-    return {"role": "user", "content": f"Question: {observation.question}\n{observation.schema_info}"}
+def question_message(observation: SQLObservation, examples: SolvedExamples | None = None) -> dict[str, str]:
+    """The episode's opening user message: the question, the table list and, with `examples`, the
+    most similar solved train questions (`sqlenv.solved_examples`)."""
+    content = f"Question: {observation.question}\n{observation.schema_info}"
+    if examples is not None and (block := examples_text(examples.for_observation(observation))):
+        content += f"\n{block}"
+    return {"role": "user", "content": content}
 
 
 def example_messages(dataset: Dataset, count: int, seed: int) -> list[dict[str, Any]]:
@@ -263,13 +271,21 @@ class ChatToolPolicy:
     name = "chat"
     max_new_tokens = DEFAULT_MAX_NEW_TOKENS
 
-    def __init__(self, *, shots: int = 0, example_dataset: Dataset | None = None) -> None:
+    def __init__(
+        self, *, shots: int = 0, example_dataset: Dataset | None = None, solved_examples: int = 0
+    ) -> None:
         if shots and example_dataset is None:
             raise ValueError(
                 "few-shot prompting needs example_dataset (its train split supplies the examples)"
             )
+        if solved_examples < 0:
+            raise ValueError(f"solved_examples must be 0 or more, not {solved_examples}")
+        if solved_examples and example_dataset is None:
+            raise ValueError("solved examples need example_dataset (its train split supplies them)")
         self.shots = shots
         self.example_dataset = example_dataset
+        self.solved_examples = solved_examples
+        self._solved: SolvedExamples | None = None
         self.format_errors = 0
         self._examples: list[dict[str, Any]] | None = None
         self._head: list[dict[str, Any]] = []
@@ -287,7 +303,7 @@ class ChatToolPolicy:
                 example_messages(self.example_dataset, self.shots, seed=0) if self.example_dataset else []
             )
         system = {"role": "system", "content": SYSTEM_PROMPT.format(budget=observation.budget_remaining)}
-        self._head = [system, *self._examples, question_message(observation)]
+        self._head = [system, *self._examples, question_message(observation, self._solved_index())]
         self._turns = []
         self._pending_problem = None
         self.format_errors = 0
@@ -322,6 +338,13 @@ class ChatToolPolicy:
         self._turns.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
         return action
 
+    def _solved_index(self) -> SolvedExamples | None:
+        """The solved-examples index, built on first use and shared with clones."""
+        if self.solved_examples and self._solved is None:
+            assert self.example_dataset is not None  # checked in __init__
+            self._solved = SolvedExamples(self.example_dataset, self.solved_examples)
+        return self._solved
+
     def _reply(self) -> tuple[SQLAction | None, str, str]:
         raise NotImplementedError
 
@@ -342,6 +365,7 @@ class LLMPolicy(ChatToolPolicy):
         *,
         shots: int = 0,
         example_dataset: Dataset | None = None,
+        solved_examples: int | None = None,
         max_new_tokens: int | None = None,
         max_context_tokens: int = 2_048,
         greedy: bool = True,
@@ -351,7 +375,9 @@ class LLMPolicy(ChatToolPolicy):
         batch_gather_s: float = DEFAULT_GATHER_S,
         device: str | None = None,
     ) -> None:
-        super().__init__(shots=shots, example_dataset=example_dataset)
+        if solved_examples is None:  # as the model was trained (none for presets and older models)
+            solved_examples = read_prompt_settings(model).get("solved_examples", 0)
+        super().__init__(shots=shots, example_dataset=example_dataset, solved_examples=solved_examples)
         self.device = device  # None: resolved when the model loads (resolve_device)
         self.reuse_prefix_cache = reuse_prefix_cache
         self.max_batch = max_batch
@@ -367,6 +393,8 @@ class LLMPolicy(ChatToolPolicy):
         self._cached_ids: list[int] = []
         self.model_name = model
         self.name = f"{Path(model).name if model != SMOLLM2_PRESET else model}-{shots}shot"
+        if self.solved_examples:
+            self.name += f"-{self.solved_examples}solved"
         self.max_new_tokens = resolve_max_new_tokens(max_new_tokens)
         self.max_context_tokens = max_context_tokens
         self.greedy = greedy
@@ -389,6 +417,7 @@ class LLMPolicy(ChatToolPolicy):
             self.model_name,
             shots=self.shots,
             example_dataset=self.example_dataset,
+            solved_examples=self.solved_examples,
             max_new_tokens=self.max_new_tokens,
             max_context_tokens=self.max_context_tokens,
             greedy=self.greedy,
@@ -398,6 +427,8 @@ class LLMPolicy(ChatToolPolicy):
             batch_gather_s=self.batch_gather_s,
             device=self.device,
         )
+        with self._clone_lock:  # threads clone at once: build the index once
+            twin._solved = self._solved_index()
         twin._loaded, twin._examples = self.loaded, self._examples
         if batch > 1:
             with self._clone_lock:  # one batcher for all clones, however many threads ask at once
@@ -562,12 +593,13 @@ class OpenAIPolicy(ChatToolPolicy):
         api_key: str = "not-needed",
         shots: int = 0,
         example_dataset: Dataset | None = None,
+        solved_examples: int = 0,
         max_new_tokens: int | None = None,
         temperature: float = 0.0,
         max_context_chars: int = 12_000,
         timeout_s: float = 120.0,
     ) -> None:
-        super().__init__(shots=shots, example_dataset=example_dataset)
+        super().__init__(shots=shots, example_dataset=example_dataset, solved_examples=solved_examples)
         from openai import OpenAI
 
         self.base_url = base_url
@@ -579,6 +611,8 @@ class OpenAIPolicy(ChatToolPolicy):
                 raise ValueError(f"could not list the models of {base_url} ({exc}); pass model=") from None
         self.model = model
         self.name = f"openai:{self.model}-{shots}shot"
+        if solved_examples:
+            self.name += f"-{solved_examples}solved"
         self.max_new_tokens = resolve_max_new_tokens(max_new_tokens)
         self.temperature = temperature
         self.max_context_chars = max_context_chars
@@ -589,11 +623,12 @@ class OpenAIPolicy(ChatToolPolicy):
             self.model,
             shots=self.shots,
             example_dataset=self.example_dataset,
+            solved_examples=self.solved_examples,
             max_new_tokens=self.max_new_tokens,
             temperature=self.temperature,
             max_context_chars=self.max_context_chars,
         )
-        twin._examples = self._examples
+        twin._examples, twin._solved = self._examples, self._solved_index()
         return twin
 
     def _reply(self) -> tuple[SQLAction | None, str, str]:

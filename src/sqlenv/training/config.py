@@ -87,6 +87,9 @@ class TrainConfig:
     output_dir: str = "runs/train"
     seed: int = 0
     threads: int | None = None  # torch intra-op threads (None: torch's default)
+    # The prompt's N most similar solved train questions (sqlenv.solved_examples), in SFT, GRPO and
+    # the trained model's evaluation alike; 0: none.
+    solved_examples: int = 0
     sft: SFTSection = field(default_factory=SFTSection)
     grpo: GRPOSection = field(default_factory=GRPOSection)
     live: LiveSection = field(default_factory=LiveSection)
@@ -157,6 +160,9 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     for key in ("loss_on_mistakes", "clean_copies"):
         if not isinstance(getattr(config.sft, key), bool):
             raise ValueError(f"sft.{key}: expected true or false, got {getattr(config.sft, key)!r}")
+    count = config.solved_examples
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ValueError(f"solved_examples: expected a whole number >= 0, got {count!r}")
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})
     if unknown_rewards:
         raise ValueError(f"grpo.reward_weights: unknown part(s) {unknown_rewards}")

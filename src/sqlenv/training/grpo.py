@@ -27,13 +27,17 @@ def grpo_rows(
     curriculum: list[str],
     seed: int = 0,
     max_questions: int | None = None,
+    solved_examples: int = 0,
 ) -> list[dict[str, Any]]:
-    """Training rows in curriculum order: {"prompt": [system, question], "question_id", "difficulty"}."""
+    """Training rows in curriculum order: {"prompt": [system, question], "question_id", "difficulty"}.
+    With `solved_examples` N, the question message shows the N most similar solved train questions."""
     from sqlenv.environment import SQLEnvironment
     from sqlenv.llm_policy import question_message
+    from sqlenv.solved_examples import SolvedExamples
     from sqlenv.training.sft_data import system_message
 
     env = SQLEnvironment(dataset=dataset, split=split)
+    examples = SolvedExamples(dataset, solved_examples) if solved_examples else None
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
     for level in curriculum:
@@ -43,7 +47,7 @@ def grpo_rows(
             observation = env.reset(question_id=record.question_id)
             rows.append(
                 {
-                    "prompt": [system_message(observation), question_message(observation)],
+                    "prompt": [system_message(observation), question_message(observation, examples)],
                     "question_id": record.question_id,
                     "difficulty": record.difficulty,
                 }
@@ -83,6 +87,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
     from trl import GRPOConfig, GRPOTrainer
 
     from sqlenv.data import load_dataset
+    from sqlenv.solved_examples import read_prompt_settings
     from sqlenv.training.live import LiveVisualizationCallback
     from sqlenv.training.models import bf16_for, has_gpu, load_trainable, progress_callbacks, set_threads
     from sqlenv.training.trl_env import REWARD_FUNCS, SQLToolEnv
@@ -95,10 +100,21 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         raise FileNotFoundError(
             f"GRPO starts from the SFT model {init}, which does not exist: run `sqlenv train sft` first"
         )
+    trained_with = read_prompt_settings(init).get("solved_examples", 0)
+    if Path(init).expanduser().is_dir() and trained_with != config.solved_examples:
+        raise ValueError(
+            f"{init} was trained with {trained_with} solved examples in its prompt and the config asks "
+            f"for {config.solved_examples}: GRPO would train it on a prompt it has not learnt "
+            f"(set solved_examples: {trained_with}, or run SFT with the config's)"
+        )
     tokenizer, model = load_trainable(init)
     tokenizer.padding_side = "left"
     rows = grpo_rows(
-        dataset, curriculum=section.curriculum, seed=config.seed, max_questions=section.max_questions
+        dataset,
+        curriculum=section.curriculum,
+        seed=config.seed,
+        max_questions=section.max_questions,
+        solved_examples=config.solved_examples,
     )
     if console is not None:
         console.print(
@@ -158,6 +174,8 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
 
 
 def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
+    from sqlenv.solved_examples import write_prompt_settings
+
     trainer = build_grpo_trainer(config, console=console)
     out = config.grpo_dir
     tokenizer = trainer.processing_class
@@ -167,5 +185,6 @@ def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) 
     final_model.save_pretrained(str(final))
     tokenizer.padding_side = "right"
     tokenizer.save_pretrained(str(final))
+    write_prompt_settings(final, solved_examples=config.solved_examples)
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1), encoding="utf-8")
     return final

@@ -110,7 +110,12 @@ class LiveVisualizationCallback(TrainerCallback):
         from sqlenv.llm_policy import LLMPolicy
 
         policy = LLMPolicy.from_model(
-            self.tokenizer, model, name=f"{self.phase}-live", max_new_tokens=self.live.max_new_tokens
+            self.tokenizer,
+            model,
+            name=f"{self.phase}-live",
+            max_new_tokens=self.live.max_new_tokens,
+            example_dataset=self._data(),
+            solved_examples=self.config.solved_examples,
         )
         env = SQLEnvironment(dataset=self._data(), split=split)
         was_training = model.training

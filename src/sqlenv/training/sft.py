@@ -21,6 +21,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
     from trl import SFTConfig, SFTTrainer
 
     from sqlenv.data import load_dataset
+    from sqlenv.solved_examples import write_prompt_settings
     from sqlenv.training.live import LiveVisualizationCallback
     from sqlenv.training.models import bf16_for, has_gpu, load_trainable, progress_callbacks, set_threads
     from sqlenv.training.sft_data import sft_dataset
@@ -41,6 +42,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         recovery_rate=section.recovery_rate,
         loss_on_mistakes=section.loss_on_mistakes,
         clean_copies=section.clean_copies,
+        solved_examples=config.solved_examples,
     )
     if counts["examples"] == 0:
         raise ValueError(
@@ -104,6 +106,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
     final = out / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
+    write_prompt_settings(final, solved_examples=config.solved_examples)
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1), encoding="utf-8")
     (out / "data_counts.json").write_text(json.dumps(counts), encoding="utf-8")
     return final

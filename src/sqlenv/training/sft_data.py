@@ -41,6 +41,7 @@ from sqlglot import exp
 from sqlenv.data import Dataset, QuestionRecord
 from sqlenv.llm_policy import SYSTEM_PROMPT, TOOL_ERROR_PREFIX, question_message, tool_result_text
 from sqlenv.models import SQLAction, SQLObservation
+from sqlenv.solved_examples import SolvedExamples
 from sqlenv.tools import TOOLS, action_to_tool_call
 from sqlenv.verifier import format_answer
 
@@ -150,11 +151,14 @@ def oracle_trajectory(
     sample_rate: float = 0.3,
     mistake_rate: float = 0.2,
     recovery_rate: float = 0.0,
+    examples: SolvedExamples | None = None,
 ) -> list[dict[str, Any]] | None:
-    """One conversation for `record` played in `env`; None when it does not end correct."""
+    """One conversation for `record` played in `env`; None when it does not end correct. With
+    `examples`, the question message shows the most similar solved train questions (never the
+    record's own), as evaluation's does."""
     observation = env.reset(question_id=record.question_id)
     tables = [line.strip() for line in observation.schema_info.splitlines()[1:] if line.strip()]
-    messages: list[dict[str, Any]] = [system_message(observation), question_message(observation)]
+    messages: list[dict[str, Any]] = [system_message(observation), question_message(observation, examples)]
     plan = oracle_plan(
         record, tables, rng, sample_rate=sample_rate, mistake_rate=mistake_rate, recovery_rate=recovery_rate
     )
@@ -182,14 +186,18 @@ def oracle_conversations(
     mistake_rate: float = 0.2,
     recovery_rate: float = 0.0,
     clean_copies: bool = False,
+    solved_examples: int = 0,
 ) -> list[list[dict[str, Any]]]:
     """Conversations for the split's questions (those with a non-empty gold result), seeded. With
     `clean_copies`, a conversation with a mistaken query is followed by its clean copy
     (`without_mistakes`): with the mistake out of the loss, the mistake conversation teaches the
-    gold query only after an error, and run 7 lost first-query recall that way (docs/results.md)."""
+    gold query only after an error, and run 7 lost first-query recall that way (docs/results.md).
+    With `solved_examples` N, each question message shows the N most similar solved train questions
+    (`sqlenv.solved_examples`)."""
     from sqlenv.environment import SQLEnvironment
 
     env = SQLEnvironment(dataset=dataset, split=split)
+    examples = SolvedExamples(dataset, solved_examples) if solved_examples else None
     rng = random.Random(seed)
     records = [r for r in dataset.split(split) if not r.empty_gold]
     rng.shuffle(records)
@@ -198,7 +206,13 @@ def oracle_conversations(
         if max_examples is not None and len(conversations) >= max_examples:
             break
         conversation = oracle_trajectory(
-            env, record, rng, sample_rate=sample_rate, mistake_rate=mistake_rate, recovery_rate=recovery_rate
+            env,
+            record,
+            rng,
+            sample_rate=sample_rate,
+            mistake_rate=mistake_rate,
+            recovery_rate=recovery_rate,
+            examples=examples,
         )
         if conversation is not None:
             conversations.append(conversation)
@@ -292,6 +306,7 @@ def sft_dataset(
     recovery_rate: float = 0.0,
     loss_on_mistakes: bool = False,
     clean_copies: bool = False,
+    solved_examples: int = 0,
 ) -> tuple[Any, dict[str, int]]:
     """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long). The
     mistaken queries are left out of the loss unless `loss_on_mistakes`: trained on, they teach the
@@ -309,6 +324,7 @@ def sft_dataset(
         mistake_rate=mistake_rate,
         recovery_rate=recovery_rate,
         clean_copies=clean_copies,
+        solved_examples=solved_examples,
     ):
         if max_examples is not None and len(rows) >= max_examples:
             break

@@ -1,0 +1,121 @@
+"""Solved examples: the train questions most like the episode's question, with their gold SQL,
+shown in the prompt.
+
+A small model recalls few of the queries it was trained on: run 10 (docs/results.md) answered 27 of
+the 129 spider10 eval questions whose query it had seen in training as another question's. Shown
+the most similar solved questions of the same database in its prompt, a model can copy or adapt a
+query from its context instead of recalling it from its weights.
+
+Retrieval is lexical: TF-IDF over the questions of the dataset's train split (scikit-learn, sublinear
+term frequency, a few function words dropped), cosine similarity, restricted to the episode's
+database. A train question is never shown its own answer: examples with the same question text are
+left out. On spider10, the first example asks for the same query (in other words) for 94 of those
+129 eval questions and one of the first three for 114.
+
+The database is found from the observation's table list (`schema_info`), which is all a policy sees;
+databases with the same table list share their examples. An episode on a database without train
+questions gets no examples and the prompt has no examples block.
+
+The SFT data, the GRPO prompts and the chat policies build the prompt with the same
+`question_message`, so a model is evaluated on the prompt it was trained on; a trained model's
+directory records the count it was trained with (`PROMPT_SETTINGS_FILE`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlenv.data import Dataset
+    from sqlenv.data.records import QuestionRecord
+    from sqlenv.models import SQLObservation
+
+__all__ = [
+    "PROMPT_SETTINGS_FILE",
+    "SolvedExamples",
+    "examples_text",
+    "read_prompt_settings",
+    "write_prompt_settings",
+]
+
+# Written next to a trained model's weights: the prompt settings it was trained with.
+PROMPT_SETTINGS_FILE = "sqlenv_prompt.json"
+
+# Function words only: "how many", "each", "all" and "not" change the query and stay.
+_STOP_WORDS = [
+    "the", "a", "an", "of", "in", "on", "for", "to", "is", "are", "what", "which", "how", "with",
+    "and", "or", "by", "that", "from", "as", "be", "do", "does", "did", "their", "its", "there",
+]  # fmt: skip
+
+EXAMPLES_HEADING = "Solved questions on this database, most similar first:"
+
+
+class SolvedExamples:
+    """The `count` train questions most like a question on its database (module docstring)."""
+
+    def __init__(self, dataset: Dataset, count: int, *, split: str = "train") -> None:
+        if count < 1:
+            raise ValueError(f"the number of solved examples must be at least 1, not {count}")
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        from sqlenv.schema import catalog_for
+
+        self.count = count
+        self._records: list[QuestionRecord] = list(dataset.split(split))
+        questions = [r.question for r in self._records]
+        self._vectorizer = TfidfVectorizer(stop_words=_STOP_WORDS, sublinear_tf=True)
+        self._matrix = self._vectorizer.fit_transform(questions) if questions else None
+        self._databases_by_tables: dict[str, set[str]] = {}
+        for db_id in sorted({r.db_id for r in self._records}):
+            tables = catalog_for(dataset.db_path(db_id)).table_list_text
+            self._databases_by_tables.setdefault(tables, set()).add(db_id)
+
+    def for_question(self, question: str, databases: set[str]) -> list[QuestionRecord]:
+        """The most similar train questions on `databases`, best first, never `question` itself."""
+        candidates = [
+            i for i, r in enumerate(self._records) if r.db_id in databases and r.question != question
+        ]
+        if not candidates or self._matrix is None:
+            return []
+        scores = (self._matrix[candidates] @ self._vectorizer.transform([question]).T).toarray().ravel()
+        # Stable: equal scores keep the split's order, so the prompt is the same on every run.
+        ranked = sorted(range(len(candidates)), key=lambda i: -scores[i])
+        return [self._records[candidates[i]] for i in ranked[: self.count]]
+
+    def for_observation(self, observation: SQLObservation) -> list[QuestionRecord]:
+        databases = self._databases_by_tables.get(observation.schema_info, set())
+        return self.for_question(observation.question, databases)
+
+
+def examples_text(records: list[QuestionRecord]) -> str:
+    """The examples block of the question message ("" for none)."""
+    if not records:
+        return ""
+    lines = [EXAMPLES_HEADING]
+    for record in records:
+        lines += [f"Q: {record.question}", f"SQL: {' '.join(record.gold_sql.split())}"]
+    return "\n".join(lines)
+
+
+def write_prompt_settings(model_dir: str | Path, *, solved_examples: int) -> None:
+    Path(model_dir, PROMPT_SETTINGS_FILE).write_text(
+        json.dumps({"solved_examples": solved_examples}) + "\n", encoding="utf-8"
+    )
+
+
+def read_prompt_settings(model: str | Path) -> dict[str, Any]:
+    """The prompt settings a local model was trained with ({} for a preset, a hub id or a model
+    trained before they were recorded: no solved examples)."""
+    path = Path(model).expanduser() / PROMPT_SETTINGS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} is not a readable prompt-settings file: {error}") from None
+    count = settings.get("solved_examples", 0) if isinstance(settings, dict) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ValueError(f"{path}: solved_examples must be a whole number >= 0, not {count!r}")
+    return {"solved_examples": count}

