@@ -48,6 +48,22 @@ def test_examples_come_from_the_questions_database_best_first_and_never_the_ques
     assert len(found) == 3 and all(r.question_id in {t.question_id for t in train} for r in found)
 
 
+def test_examples_over_several_databases_rank_as_one_list_in_split_order_on_ties(demo_dataset) -> None:
+    """Databases with the same table list share their examples: the candidates of all of them are
+    ranked together, and equal scores keep the train split's order (a stable prompt)."""
+    examples = SolvedExamples(demo_dataset, 50)
+    train = list(demo_dataset.split("train"))
+    databases = {r.db_id for r in train[:: max(1, len(train) // 3)]}
+    assert len(databases) > 1
+    question = "How many books are there?"
+    query = examples._vectorizer.transform([question])
+    expected = sorted(
+        (r for r in train if r.db_id in databases),
+        key=lambda r: -(examples._vectorizer.transform([r.question]) @ query.T).toarray()[0, 0],
+    )
+    assert examples.for_question(question, databases) == expected[:50]
+
+
 def test_the_question_message_lists_the_examples_with_their_sql(demo_dataset) -> None:
     record = next(iter(demo_dataset.split("eval")))
     observation = _observation(demo_dataset, record.question_id, "eval")
@@ -149,14 +165,49 @@ def test_clones_share_one_index(demo_dataset) -> None:
     assert twin._solved is not None and twin._solved is policy._solved  # built once, shared
 
 
-def test_a_chat_policy_needs_a_dataset_for_examples() -> None:
+def test_a_chat_policy_needs_a_dataset_for_examples(demo_dataset) -> None:
     pytest.importorskip("transformers")
     from sqlenv.llm_policy import LLMPolicy
 
     with pytest.raises(ValueError, match="example_dataset"):
         LLMPolicy("smollm2-135m", solved_examples=2)
-    with pytest.raises(ValueError, match="0 or more"):
-        LLMPolicy("smollm2-135m", solved_examples=-1)
+    for bad in (-1, True, 1.5):
+        with pytest.raises(ValueError, match="solved_examples must be a whole number"):
+            LLMPolicy("smollm2-135m", example_dataset=demo_dataset, solved_examples=bad)
+
+
+def test_a_policy_given_a_built_index_uses_it(demo_dataset) -> None:
+    pytest.importorskip("transformers")
+    from sqlenv.llm_policy import LLMPolicy
+
+    index = SolvedExamples(demo_dataset, 2)
+    policy = LLMPolicy("smollm2-135m", solved_examples=index)  # the index carries its dataset
+    assert policy.solved_examples == 2 and policy._solved is index
+    assert policy.name == "smollm2-135m-0shot-2solved"
+
+
+def test_the_live_callback_builds_its_index_once(tmp_path: Path, monkeypatch) -> None:
+    """Each transcript or success check builds a policy on the model being trained; they share one
+    index rather than fitting TF-IDF at every check."""
+    pytest.importorskip("trl")
+    import sqlenv.evaluation
+    from sqlenv.training.config import load_config
+    from sqlenv.training.live import LiveVisualizationCallback
+
+    repo = Path(__file__).resolve().parents[1]
+    seen = []
+    # Record the policy each check would play, without generating with a model.
+    monkeypatch.setattr(sqlenv.evaluation, "evaluate", lambda env, policy, **_: seen.append(policy))
+    for count in (2, 0):
+        config = load_config(repo / "configs" / "smoke.yaml", {"dataset": "demo", "solved_examples": count})
+        callback = LiveVisualizationCallback(config, tmp_path / str(count), tokenizer=None, phase="grpo")
+        model = __import__("torch").nn.Linear(1, 1)
+        callback._evaluate(model, "train", 1)
+        callback._evaluate(model, "eval", 1)
+    with_examples, without = seen[:2], seen[2:]
+    assert all(p.solved_examples == 2 for p in with_examples)
+    assert with_examples[0]._solved is not None and with_examples[0]._solved is with_examples[1]._solved
+    assert all(p.solved_examples == 0 and p._solved is None for p in without)
 
 
 # ---- training on them -------------------------------------------------------------------------
@@ -217,5 +268,5 @@ def test_the_config_count_is_a_whole_number(tmp_path: Path, bad) -> None:
 
     path = tmp_path / "c.yaml"
     path.write_text(json.dumps({"solved_examples": bad}))
-    with pytest.raises(ValueError, match="solved_examples: expected a whole number"):
+    with pytest.raises(ValueError, match="solved_examples must be a whole number >= 0"):
         load_config(path)

@@ -54,7 +54,12 @@ from sqlenv.data import Dataset, QuestionRecord
 from sqlenv.data.cache import cache_dir
 from sqlenv.model_identity import weights_fingerprint
 from sqlenv.models import SQLAction, SQLObservation
-from sqlenv.solved_examples import SolvedExamples, examples_text, read_prompt_settings
+from sqlenv.solved_examples import (
+    SolvedExamples,
+    check_solved_examples_count,
+    examples_text,
+    read_prompt_settings,
+)
 from sqlenv.tools import TOOLS, action_to_tool_call, tool_call_to_action
 from sqlenv.verifier import format_answer
 
@@ -272,20 +277,26 @@ class ChatToolPolicy:
     max_new_tokens = DEFAULT_MAX_NEW_TOKENS
 
     def __init__(
-        self, *, shots: int = 0, example_dataset: Dataset | None = None, solved_examples: int = 0
+        self,
+        *,
+        shots: int = 0,
+        example_dataset: Dataset | None = None,
+        solved_examples: int | SolvedExamples = 0,
     ) -> None:
+        """`solved_examples`: how many to show, or an index already built (clones and the live
+        training callback share one rather than fitting TF-IDF again)."""
         if shots and example_dataset is None:
             raise ValueError(
                 "few-shot prompting needs example_dataset (its train split supplies the examples)"
             )
-        if solved_examples < 0:
-            raise ValueError(f"solved_examples must be 0 or more, not {solved_examples}")
-        if solved_examples and example_dataset is None:
+        self._solved: SolvedExamples | None = None
+        if isinstance(solved_examples, SolvedExamples):
+            self._solved, solved_examples = solved_examples, solved_examples.count
+        elif check_solved_examples_count(solved_examples) and example_dataset is None:
             raise ValueError("solved examples need example_dataset (its train split supplies them)")
         self.shots = shots
         self.example_dataset = example_dataset
         self.solved_examples = solved_examples
-        self._solved: SolvedExamples | None = None
         self.format_errors = 0
         self._examples: list[dict[str, Any]] | None = None
         self._head: list[dict[str, Any]] = []
@@ -338,6 +349,11 @@ class ChatToolPolicy:
         self._turns.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
         return action
 
+    def _named(self, model: str) -> str:
+        """The policy's name: the model, the shots and the solved examples it is prompted with."""
+        solved = f"-{self.solved_examples}solved" if self.solved_examples else ""
+        return f"{model}-{self.shots}shot{solved}"
+
     def _solved_index(self) -> SolvedExamples | None:
         """The solved-examples index, built on first use and shared with clones."""
         if self.solved_examples and self._solved is None:
@@ -365,7 +381,7 @@ class LLMPolicy(ChatToolPolicy):
         *,
         shots: int = 0,
         example_dataset: Dataset | None = None,
-        solved_examples: int | None = None,
+        solved_examples: int | SolvedExamples | None = None,
         max_new_tokens: int | None = None,
         max_context_tokens: int = 2_048,
         greedy: bool = True,
@@ -392,9 +408,7 @@ class LLMPolicy(ChatToolPolicy):
         self._cache: Any = None
         self._cached_ids: list[int] = []
         self.model_name = model
-        self.name = f"{Path(model).name if model != SMOLLM2_PRESET else model}-{shots}shot"
-        if self.solved_examples:
-            self.name += f"-{self.solved_examples}solved"
+        self.name = self._named(Path(model).name if model != SMOLLM2_PRESET else model)
         self.max_new_tokens = resolve_max_new_tokens(max_new_tokens)
         self.max_context_tokens = max_context_tokens
         self.greedy = greedy
@@ -413,11 +427,13 @@ class LLMPolicy(ChatToolPolicy):
         clones waiting for a reply at the same time, as parallel evaluation threads do, are
         decoded in one batch. The first clone's batch size sizes the shared batcher."""
         batch = self.max_batch if max_batch is None else max_batch
+        with self._clone_lock:  # threads clone at once: build the index once
+            solved = self._solved_index() or 0
         twin = LLMPolicy(
             self.model_name,
             shots=self.shots,
             example_dataset=self.example_dataset,
-            solved_examples=self.solved_examples,
+            solved_examples=solved,
             max_new_tokens=self.max_new_tokens,
             max_context_tokens=self.max_context_tokens,
             greedy=self.greedy,
@@ -427,8 +443,6 @@ class LLMPolicy(ChatToolPolicy):
             batch_gather_s=self.batch_gather_s,
             device=self.device,
         )
-        with self._clone_lock:  # threads clone at once: build the index once
-            twin._solved = self._solved_index()
         twin._loaded, twin._examples = self.loaded, self._examples
         if batch > 1:
             with self._clone_lock:  # one batcher for all clones, however many threads ask at once
@@ -593,7 +607,7 @@ class OpenAIPolicy(ChatToolPolicy):
         api_key: str = "not-needed",
         shots: int = 0,
         example_dataset: Dataset | None = None,
-        solved_examples: int = 0,
+        solved_examples: int | SolvedExamples = 0,
         max_new_tokens: int | None = None,
         temperature: float = 0.0,
         max_context_chars: int = 12_000,
@@ -610,9 +624,7 @@ class OpenAIPolicy(ChatToolPolicy):
             except Exception as exc:  # servers differ in how (and whether) they list models
                 raise ValueError(f"could not list the models of {base_url} ({exc}); pass model=") from None
         self.model = model
-        self.name = f"openai:{self.model}-{shots}shot"
-        if solved_examples:
-            self.name += f"-{solved_examples}solved"
+        self.name = self._named(f"openai:{self.model}")
         self.max_new_tokens = resolve_max_new_tokens(max_new_tokens)
         self.temperature = temperature
         self.max_context_chars = max_context_chars
@@ -623,12 +635,12 @@ class OpenAIPolicy(ChatToolPolicy):
             self.model,
             shots=self.shots,
             example_dataset=self.example_dataset,
-            solved_examples=self.solved_examples,
+            solved_examples=self._solved_index() or 0,
             max_new_tokens=self.max_new_tokens,
             temperature=self.temperature,
             max_context_chars=self.max_context_chars,
         )
-        twin._examples, twin._solved = self._examples, self._solved_index()
+        twin._examples = self._examples
         return twin
 
     def _reply(self) -> tuple[SQLAction | None, str, str]:

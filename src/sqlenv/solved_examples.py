@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROMPT_SETTINGS_FILE",
     "SolvedExamples",
+    "check_solved_examples_count",
     "examples_text",
     "read_prompt_settings",
     "write_prompt_settings",
@@ -52,6 +53,15 @@ _STOP_WORDS = [
 EXAMPLES_HEADING = "Solved questions on this database, most similar first:"
 
 
+def check_solved_examples_count(count: object, where: str = "") -> int:
+    """`count` if it is a whole number >= 0 (not a bool); otherwise a ValueError, naming `where`
+    (a file) when given. The config, the prompt-settings file and the policies all check with it."""
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        prefix = f"{where}: " if where else ""
+        raise ValueError(f"{prefix}solved_examples must be a whole number >= 0, not {count!r}")
+    return count
+
+
 class SolvedExamples:
     """The `count` train questions most like a question on its database (module docstring)."""
 
@@ -67,6 +77,9 @@ class SolvedExamples:
         questions = [r.question for r in self._records]
         self._vectorizer = TfidfVectorizer(stop_words=_STOP_WORDS, sublinear_tf=True)
         self._matrix = self._vectorizer.fit_transform(questions) if questions else None
+        self._rows_by_database: dict[str, list[int]] = {}
+        for row, record in enumerate(self._records):
+            self._rows_by_database.setdefault(record.db_id, []).append(row)
         self._databases_by_tables: dict[str, set[str]] = {}
         for db_id in sorted({r.db_id for r in self._records}):
             tables = catalog_for(dataset.db_path(db_id)).table_list_text
@@ -74,9 +87,8 @@ class SolvedExamples:
 
     def for_question(self, question: str, databases: set[str]) -> list[QuestionRecord]:
         """The most similar train questions on `databases`, best first, never `question` itself."""
-        candidates = [
-            i for i, r in enumerate(self._records) if r.db_id in databases and r.question != question
-        ]
+        rows = sorted(row for db_id in databases for row in self._rows_by_database.get(db_id, []))
+        candidates = [row for row in rows if self._records[row].question != question]
         if not candidates or self._matrix is None:
             return []
         scores = (self._matrix[candidates] @ self._vectorizer.transform([question]).T).toarray().ravel()
@@ -116,6 +128,4 @@ def read_prompt_settings(model: str | Path) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError) as error:
         raise ValueError(f"{path} is not a readable prompt-settings file: {error}") from None
     count = settings.get("solved_examples", 0) if isinstance(settings, dict) else None
-    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        raise ValueError(f"{path}: solved_examples must be a whole number >= 0, not {count!r}")
-    return {"solved_examples": count}
+    return {"solved_examples": check_solved_examples_count(count, str(path))}

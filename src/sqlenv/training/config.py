@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from sqlenv.solved_examples import check_solved_examples_count
+
 DIFFICULTIES = ("easy", "medium", "hard", "extra")
 # "auto": bf16 autocast only where the hardware computes in bfloat16 (`sqlenv.training.models`).
 Bf16Setting = bool | Literal["auto"]
@@ -160,9 +162,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     for key in ("loss_on_mistakes", "clean_copies"):
         if not isinstance(getattr(config.sft, key), bool):
             raise ValueError(f"sft.{key}: expected true or false, got {getattr(config.sft, key)!r}")
-    count = config.solved_examples
-    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        raise ValueError(f"solved_examples: expected a whole number >= 0, got {count!r}")
+    check_solved_examples_count(config.solved_examples)
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})
     if unknown_rewards:
         raise ValueError(f"grpo.reward_weights: unknown part(s) {unknown_rewards}")

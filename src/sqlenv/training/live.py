@@ -56,6 +56,7 @@ class LiveVisualizationCallback(TrainerCallback):
         self.logs: list[dict[str, float]] = []
         self.success: list[dict[str, float]] = []
         self._dataset: Any = None
+        self._solved: Any = None  # the solved-examples index, built on the first check
 
     # ---- trainer events ----------------------------------------------------------------------
 
@@ -104,6 +105,15 @@ class LiveVisualizationCallback(TrainerCallback):
             self._dataset = load_dataset(self.config.dataset, self.config.spider_dir)
         return self._dataset
 
+    def _solved_examples(self) -> Any:
+        """What the check's policy is given as `solved_examples`: 0, or one index built on the first
+        check and reused (fitting TF-IDF at every check is wasted work)."""
+        if self.config.solved_examples and self._solved is None:
+            from sqlenv.solved_examples import SolvedExamples
+
+            self._solved = SolvedExamples(self._data(), self.config.solved_examples)
+        return self._solved or 0
+
     def _evaluate(self, model: Any, split: str, n: int) -> Any:
         from sqlenv.environment import SQLEnvironment
         from sqlenv.evaluation import evaluate
@@ -115,7 +125,7 @@ class LiveVisualizationCallback(TrainerCallback):
             name=f"{self.phase}-live",
             max_new_tokens=self.live.max_new_tokens,
             example_dataset=self._data(),
-            solved_examples=self.config.solved_examples,
+            solved_examples=self._solved_examples(),
         )
         env = SQLEnvironment(dataset=self._data(), split=split)
         was_training = model.training
