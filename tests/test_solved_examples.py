@@ -190,6 +190,8 @@ def test_the_live_callback_builds_its_index_once(tmp_path: Path, monkeypatch) ->
     """Each transcript or success check builds a policy on the model being trained; they share one
     index rather than fitting TF-IDF at every check."""
     pytest.importorskip("trl")
+    import torch
+
     import sqlenv.evaluation
     from sqlenv.training.config import load_config
     from sqlenv.training.live import LiveVisualizationCallback
@@ -201,7 +203,7 @@ def test_the_live_callback_builds_its_index_once(tmp_path: Path, monkeypatch) ->
     for count in (2, 0):
         config = load_config(repo / "configs" / "smoke.yaml", {"dataset": "demo", "solved_examples": count})
         callback = LiveVisualizationCallback(config, tmp_path / str(count), tokenizer=None, phase="grpo")
-        model = __import__("torch").nn.Linear(1, 1)
+        model = torch.nn.Linear(1, 1)  # only its train/eval mode is touched
         callback._evaluate(model, "train", 1)
         callback._evaluate(model, "eval", 1)
     with_examples, without = seen[:2], seen[2:]
