@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 pytest.importorskip("sklearn", reason="the llm extra is not installed (pip install -e '.[llm]')")
 
 from sqlenv import SQLEnvironment
+from sqlenv.cli import app
 from sqlenv.data.overlap import overlap_key
 from sqlenv.llm_policy import question_message
 from sqlenv.solved_examples import (
     EXAMPLES_HEADING,
     PROMPT_SETTINGS_FILE,
+    SOLVED_EXAMPLES_ENV,
     SolvedExamples,
     examples_text,
     read_prompt_settings,
+    solved_examples_override,
     write_prompt_settings,
 )
 
@@ -150,6 +155,65 @@ def test_a_local_model_is_prompted_as_it_was_trained(tmp_path: Path, demo_datase
     examples = SolvedExamples(demo_dataset, 2)
     assert trained._head[-1] == question_message(observation, examples)
     assert older._head[-1] == question_message(observation)
+
+
+def test_the_override_beats_what_a_model_recorded(tmp_path: Path, demo_dataset, monkeypatch) -> None:
+    """$SQLENV_SOLVED_EXAMPLES (`sqlenv eval --solved-examples N`) sets the count for every chat
+    policy the registry builds: a trained model, the preset, and none at 0."""
+    pytest.importorskip("transformers")
+    from sqlenv.policies import make_policy
+
+    record = next(iter(demo_dataset.split("eval")))
+    observation = _observation(demo_dataset, record.question_id, "eval")
+    trained = _model_dir(tmp_path / "trained", 2)
+    monkeypatch.setenv(SOLVED_EXAMPLES_ENV, "1")
+    one = make_policy(str(trained), demo_dataset)
+    preset = make_policy("smollm2-135m", demo_dataset)
+    assert one.name.endswith("-0shot-1solved") and preset.name == "smollm2-135m-0shot-1solved"
+    one.reset(observation, seed=0)
+    assert one._head[-1] == question_message(observation, SolvedExamples(demo_dataset, 1))
+    monkeypatch.setenv(SOLVED_EXAMPLES_ENV, "0")
+    none = make_policy(str(trained), demo_dataset)
+    none.reset(observation, seed=0)
+    assert none.name.endswith("-0shot") and none._head[-1] == question_message(observation)
+    monkeypatch.setenv(SOLVED_EXAMPLES_ENV, "")  # empty: as the model was trained
+    assert make_policy(str(trained), demo_dataset).name.endswith("-0shot-2solved")
+
+
+def test_an_openai_server_gets_examples_only_when_asked(demo_dataset, monkeypatch) -> None:
+    pytest.importorskip("openai", reason="the openai client is not installed")
+    from sqlenv.policies import make_policy
+
+    name = "openai:http://127.0.0.1:9/v1#some-model"  # no request is made here
+    monkeypatch.delenv(SOLVED_EXAMPLES_ENV, raising=False)
+    assert make_policy(name, demo_dataset).name == "openai:some-model-0shot"
+    monkeypatch.setenv(SOLVED_EXAMPLES_ENV, "2")
+    policy = make_policy(name, demo_dataset)
+    assert policy.name == "openai:some-model-0shot-2solved"
+    record = next(iter(demo_dataset.split("eval")))
+    observation = _observation(demo_dataset, record.question_id, "eval")
+    policy.reset(observation, seed=0)
+    assert policy._head[-1] == question_message(observation, SolvedExamples(demo_dataset, 2))
+    assert policy.clone().name == policy.name
+
+
+def test_a_bad_override_is_named(monkeypatch) -> None:
+    monkeypatch.delenv(SOLVED_EXAMPLES_ENV, raising=False)
+    assert solved_examples_override() is None
+    for bad in ("three", "-1", "1.5"):
+        monkeypatch.setenv(SOLVED_EXAMPLES_ENV, bad)
+        with pytest.raises(ValueError, match=SOLVED_EXAMPLES_ENV):
+            solved_examples_override()
+
+
+def test_cli_passes_the_override_on_and_refuses_a_bad_one(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(SOLVED_EXAMPLES_ENV, "")  # --solved-examples sets it: monkeypatch restores it
+    bad = CliRunner().invoke(app, ["eval", "--policy", "oracle", "--solved-examples", "-1"])
+    assert bad.exit_code != 0 and "--solved-examples" in bad.output
+    out = str(tmp_path / "r.json")
+    ok = CliRunner().invoke(app, ["eval", "--policy", "oracle", "--solved-examples", "2", "--json", out])
+    assert ok.exit_code == 0, ok.output
+    assert os.environ[SOLVED_EXAMPLES_ENV] == "2"  # what chat policies (and Ray workers) read
 
 
 def test_clones_share_one_index(demo_dataset) -> None:

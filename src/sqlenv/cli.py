@@ -111,19 +111,33 @@ MaxNewTokensOption = Annotated[
         show_default=False,
     ),
 ]
+SolvedExamplesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--solved-examples",
+        min=0,
+        help="show language models the N most similar solved train questions with their SQL, 0 for "
+        "none (default: $SQLENV_SOLVED_EXAMPLES, else as each model was trained; none for presets "
+        "and OpenAI servers)",
+        show_default=False,
+    ),
+]
 UrlOption = Annotated[
     str | None,
     typer.Option(help="play against a running `sqlenv serve` at this URL instead of in-process"),
 ]
 
 
-def _configure_language_models(device: str | None, max_new_tokens: int | None) -> None:
-    """Check `--device` and `--max-new-tokens` and hand them to the LLM policies through
-    $SQLENV_DEVICE and $SQLENV_MAX_NEW_TOKENS (which the workers of a local Ray cluster, started
-    after this, inherit; a remote cluster's workers do not)."""
+def _configure_language_models(
+    device: str | None, max_new_tokens: int | None, solved_examples: int | None = None
+) -> None:
+    """Check `--device`, `--max-new-tokens` and `--solved-examples` and hand them to the LLM
+    policies through $SQLENV_DEVICE, $SQLENV_MAX_NEW_TOKENS and $SQLENV_SOLVED_EXAMPLES (which the
+    workers of a local Ray cluster, started after this, inherit; a remote cluster's workers do not)."""
     import os
 
     from sqlenv.llm_policy import DEVICE_ENV, MAX_NEW_TOKENS_ENV, resolve_device
+    from sqlenv.solved_examples import SOLVED_EXAMPLES_ENV
 
     if device is not None:
         try:
@@ -133,6 +147,8 @@ def _configure_language_models(device: str | None, max_new_tokens: int | None) -
         os.environ[DEVICE_ENV] = device
     if max_new_tokens is not None:
         os.environ[MAX_NEW_TOKENS_ENV] = str(max_new_tokens)
+    if solved_examples is not None:
+        os.environ[SOLVED_EXAMPLES_ENV] = str(solved_examples)
 
 
 def _policy_names(text: str) -> list[str]:
@@ -338,6 +354,7 @@ def eval_command(
     journal: JournalOption = None,
     device: DeviceOption = None,
     max_new_tokens: MaxNewTokensOption = None,
+    solved_examples: SolvedExamplesOption = None,
     journal_only: Annotated[
         bool,
         typer.Option(
@@ -351,7 +368,7 @@ def eval_command(
     names = _policy_names(policy)
     if journal_only and journal is None:
         _fail("--journal-only reports a journal's episodes: give --journal")
-    _configure_language_models(device, max_new_tokens)
+    _configure_language_models(device, max_new_tokens, solved_examples)
     results = _run_policies(
         names,
         dataset,
@@ -413,10 +430,11 @@ def compare_command(
     journal: JournalOption = None,
     device: DeviceOption = None,
     max_new_tokens: MaxNewTokensOption = None,
+    solved_examples: SolvedExamplesOption = None,
 ) -> None:
     """Play several policies on the same questions with the same seeds and compare them."""
     names = _policy_names(policies)
-    _configure_language_models(device, max_new_tokens)
+    _configure_language_models(device, max_new_tokens, solved_examples)
     if reports and out is None:
         _fail("--reports needs --out DIR")
     results = _run_policies(

@@ -9,8 +9,8 @@ The prompt: a system message explaining the task, the tools and the answer forma
 worked examples (oracle episodes on train questions, with the real tool results); then the
 question, the table names and, with `solved_examples=N`, the N most similar solved train questions
 of the database with their SQL (`sqlenv.solved_examples`; a local model trained with them is
-prompted with them, as its directory records). Each reply must be exactly one tool call in the model's chat
-template (the tool schema is `sqlenv.tools.TOOLS`, shared with training). A reply that does not
+prompted with them, as its directory records, unless $SQLENV_SOLVED_EXAMPLES says otherwise).
+Each reply must be exactly one tool call in the model's chat template (the tool schema is `sqlenv.tools.TOOLS`, shared with training). A reply that does not
 parse as a tool call is a format error: the step is spent (the environment receives an invalid
 action) and the model is told what went wrong. Generation is greedy by default, with a per-turn
 token budget; when the conversation outgrows the context budget, the oldest turns are dropped
@@ -59,6 +59,7 @@ from sqlenv.solved_examples import (
     check_solved_examples_count,
     examples_text,
     read_prompt_settings,
+    solved_examples_override,
 )
 from sqlenv.tools import TOOLS, action_to_tool_call, tool_call_to_action
 from sqlenv.verifier import format_answer
@@ -391,7 +392,9 @@ class LLMPolicy(ChatToolPolicy):
         batch_gather_s: float = DEFAULT_GATHER_S,
         device: str | None = None,
     ) -> None:
-        if solved_examples is None:  # as the model was trained (none for presets and older models)
+        if solved_examples is None:  # $SQLENV_SOLVED_EXAMPLES, else as the model was trained
+            solved_examples = solved_examples_override()
+        if solved_examples is None:  # (none for presets and models trained before it was recorded)
             solved_examples = read_prompt_settings(model).get("solved_examples", 0)
         super().__init__(shots=shots, example_dataset=example_dataset, solved_examples=solved_examples)
         self.device = device  # None: resolved when the model loads (resolve_device)
@@ -607,12 +610,14 @@ class OpenAIPolicy(ChatToolPolicy):
         api_key: str = "not-needed",
         shots: int = 0,
         example_dataset: Dataset | None = None,
-        solved_examples: int | SolvedExamples = 0,
+        solved_examples: int | SolvedExamples | None = None,
         max_new_tokens: int | None = None,
         temperature: float = 0.0,
         max_context_chars: int = 12_000,
         timeout_s: float = 120.0,
     ) -> None:
+        if solved_examples is None:  # $SQLENV_SOLVED_EXAMPLES, else none
+            solved_examples = solved_examples_override() or 0
         super().__init__(shots=shots, example_dataset=example_dataset, solved_examples=solved_examples)
         from openai import OpenAI
 

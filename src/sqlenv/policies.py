@@ -271,11 +271,12 @@ register_policy_resolver(
 
 
 def _openai_policy(request: PolicyRequest) -> Policy:
-    """`openai:<base_url>[#<model>]`: an OpenAI-compatible server, 0-shot, greedy."""
+    """`openai:<base_url>[#<model>]`: an OpenAI-compatible server, 0-shot, greedy (solved examples
+    from the dataset's train split when $SQLENV_SOLVED_EXAMPLES asks for them)."""
     from sqlenv.llm_policy import OpenAIPolicy
 
     base_url, _, model = request.argument.partition("#")
-    return OpenAIPolicy(base_url, model or None)
+    return OpenAIPolicy(base_url, model or None, example_dataset=request.dataset)
 
 
 register_policy(

@@ -18,12 +18,15 @@ questions gets no examples and the prompt has no examples block.
 
 The SFT data, the GRPO prompts and the chat policies build the prompt with the same
 `question_message`, so a model is evaluated on the prompt it was trained on; a trained model's
-directory records the count it was trained with (`PROMPT_SETTINGS_FILE`).
+directory records the count it was trained with (`PROMPT_SETTINGS_FILE`). `sqlenv eval
+--solved-examples N` overrides it for every chat policy of a run, presets and OpenAI servers included
+(through $SQLENV_SOLVED_EXAMPLES, which a local Ray cluster's workers inherit).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,15 +37,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROMPT_SETTINGS_FILE",
+    "SOLVED_EXAMPLES_ENV",
     "SolvedExamples",
     "check_solved_examples_count",
     "examples_text",
     "read_prompt_settings",
+    "solved_examples_override",
     "write_prompt_settings",
 ]
 
 # Written next to a trained model's weights: the prompt settings it was trained with.
 PROMPT_SETTINGS_FILE = "sqlenv_prompt.json"
+# Set by `sqlenv eval/compare --solved-examples N`: the count every chat policy shows, whatever a
+# model was trained with.
+SOLVED_EXAMPLES_ENV = "SQLENV_SOLVED_EXAMPLES"
 
 # Function words only: "how many", "each", "all" and "not" change the query and stay.
 _STOP_WORDS = [
@@ -59,6 +67,20 @@ def check_solved_examples_count(count: object, where: str = "") -> int:
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         prefix = f"{where}: " if where else ""
         raise ValueError(f"{prefix}solved_examples must be a whole number >= 0, not {count!r}")
+    return count
+
+
+def solved_examples_override() -> int | None:
+    """The count $SQLENV_SOLVED_EXAMPLES asks for, or None when it is unset or empty."""
+    text = os.environ.get(SOLVED_EXAMPLES_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = None
+    if count is None or count < 0:
+        raise ValueError(f"${SOLVED_EXAMPLES_ENV}={text!r} is not a whole number >= 0")
     return count
 
 
