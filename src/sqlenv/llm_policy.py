@@ -10,17 +10,17 @@ worked examples (oracle episodes on train questions, with the real tool results)
 question, the table names and, with `solved_examples=N`, the N most similar solved train questions
 of the database with their SQL (`sqlenv.solved_examples`; a local model trained with them is
 prompted with them, as its directory records, unless $SQLENV_SOLVED_EXAMPLES says otherwise).
-Each reply must be exactly one tool call in the model's chat template (the tool schema is `sqlenv.tools.TOOLS`, shared with training). A reply that does not
-parse as a tool call is a format error: the step is spent (the environment receives an invalid
-action) and the model is told what went wrong. Generation is greedy by default, with a per-turn
-token budget; when the conversation outgrows the context budget, the oldest turns are dropped
-(with a quarter of the context to spare, see `_prompt_ids`), never the system message, the
-examples or the question itself. The key/value cache
-of the previous call is kept and cut to the prefix the next prompt shares with it, so each turn
-encodes only its new tokens (on a CPU, re-encoding the whole conversation every turn costs more
-than generating the reply). Clones (what `--parallel N` threads play with) share the model and a
-`GenerationBatcher`, so the replies they wait for at the same time are decoded in one batch
-(`sqlenv.batched_generation`).
+Each reply must be exactly one tool call in the model's chat template (the tool schema is
+`sqlenv.tools.TOOLS`, shared with training). A reply that does not parse as a tool call is a
+format error: the step is spent (the environment receives an invalid action) and the model is
+told what went wrong. Generation is greedy by default, with a per-turn token budget; when the
+conversation outgrows the context budget, the oldest turns are dropped (with a quarter of the
+context to spare, see `_prompt_ids`), never the system message, the examples or the question
+itself. The key/value cache of the previous call is kept and cut to the prefix the next prompt
+shares with it, so each turn encodes only its new tokens (on a CPU, re-encoding the whole
+conversation every turn costs more than generating the reply). Clones (what `--parallel N`
+threads play with) share the model and a `GenerationBatcher`, so the replies they wait for at the
+same time are decoded in one batch (`sqlenv.batched_generation`).
 
 SmolLM2's vocabulary has `<|im_start|>`/`<|im_end|>`: its chat template is replaced by TRL's
 Qwen2.5 template and TRL's response schema is added, which makes tool calls render and parse as

@@ -75,13 +75,9 @@ def solved_examples_override() -> int | None:
     text = os.environ.get(SOLVED_EXAMPLES_ENV, "").strip()
     if not text:
         return None
-    try:
-        count = int(text)
-    except ValueError:
-        count = None
-    if count is None or count < 0:
+    if not text.isdecimal():  # refuses "-1", "1.5" and "three" alike
         raise ValueError(f"${SOLVED_EXAMPLES_ENV}={text!r} is not a whole number >= 0")
-    return count
+    return int(text)
 
 
 class SolvedExamples:
