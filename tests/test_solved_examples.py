@@ -22,6 +22,7 @@ from sqlenv.solved_examples import (
     PROMPT_SETTINGS_FILE,
     SOLVED_EXAMPLES_ENV,
     SolvedExamples,
+    _sql_words,
     examples_text,
     read_prompt_settings,
     solved_examples_override,
@@ -61,12 +62,36 @@ def test_examples_over_several_databases_rank_as_one_list_in_split_order_on_ties
     databases = {r.db_id for r in train[:: max(1, len(train) // 3)]}
     assert len(databases) > 1
     question = "How many books are there?"
-    query = examples._vectorizer.transform([question])
-    expected = sorted(
-        (r for r in train if r.db_id in databases),
-        key=lambda r: -(examples._vectorizer.transform([r.question]) @ query.T).toarray()[0, 0],
+    rows = [row for row, r in enumerate(train) if r.db_id in databases]
+    scores = examples._question_index.similarity(question, rows) + examples._sql_index.similarity(
+        question, rows
     )
+    expected = [train[row] for _, row in sorted(zip(-scores, rows, strict=True), key=lambda pair: pair[0])]
     assert examples.for_question(question, databases) == expected[:50]
+
+
+def test_the_sql_half_finds_the_query_whose_words_the_question_uses(demo_dataset) -> None:
+    """A question worded like no train question, but naming a query's column, finds that query: the
+    gold SQL's words count as much as the question's (identifiers split at underscores)."""
+    assert (
+        _sql_words("SELECT avg(T1.Document_ID) FROM docs AS T1")
+        == "select avg t1 document id from docs as t1"
+    )
+    examples = SolvedExamples(demo_dataset, 3)
+    train = list(demo_dataset.split("train"))
+    for record in train:
+        words = _sql_words(record.gold_sql).split()
+        only_in_sql = [
+            w
+            for w in words
+            if sum(w in _sql_words(r.gold_sql).split() for r in train if r.db_id == record.db_id) == 1
+        ]
+        if only_in_sql:
+            break
+    else:
+        pytest.fail("no demo train query has a word that no other query of its database uses")
+    question = f"Tell me about {only_in_sql[0]} please"
+    assert examples.for_question(question, {record.db_id})[0] is record
 
 
 def test_the_question_message_lists_the_examples_with_their_sql(demo_dataset) -> None:
@@ -100,9 +125,11 @@ def test_a_count_below_one_is_refused(demo_dataset) -> None:
         SolvedExamples(demo_dataset, 0)
 
 
-def test_on_spider10_the_first_example_is_the_eval_questions_twin_as_documented(spider10) -> None:
-    """The numbers in `sqlenv.solved_examples`' docstring: of the 129 eval questions with a train
-    twin (the same query in other words), the first example is one for 94, the first three for 114."""
+def test_on_spider10_the_first_example_is_the_questions_twin_as_documented(spider10) -> None:
+    """The numbers in `sqlenv.solved_examples`' docstring: of the 330 train questions with a twin
+    among the others (the same query in other words), left out in turn, the first example is one for
+    260; of the 129 eval questions with a train twin, the first example is one for 100, the first
+    three for 121."""
     examples = SolvedExamples(spider10, 3)
     train_keys = {overlap_key(r) for r in spider10.split("train")}
     env = SQLEnvironment(dataset=spider10, split="eval")
@@ -115,7 +142,18 @@ def test_on_spider10_the_first_example_is_the_eval_questions_twin_as_documented(
         keys = [overlap_key(r) for r in examples.for_observation(env.reset(question_id=record.question_id))]
         first += keys[0] == key
         top3 += key in keys
-    assert (with_twin, first, top3) == (129, 94, 114)
+    assert (with_twin, first, top3) == (129, 100, 121)
+    train = list(spider10.split("train"))
+    keys = [overlap_key(r) for r in train]
+    with_twin = first = 0
+    for row, record in enumerate(train):
+        # A question is never its own example, so the train split left out in turn is plain retrieval.
+        others = [r for r in train if r.db_id == record.db_id and r.question != record.question]
+        if keys[row] not in {overlap_key(r) for r in others}:
+            continue
+        with_twin += 1
+        first += overlap_key(examples.for_question(record.question, {record.db_id})[0]) == keys[row]
+    assert (with_twin, first) == (330, 260)
 
 
 # ---- the setting a trained model carries ------------------------------------------------------
