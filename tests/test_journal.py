@@ -291,3 +291,44 @@ def test_a_journal_from_before_the_limit_was_recorded_is_a_96_token_run(demo_dat
     with pytest.raises(ValueError, match=r"max_new_tokens 96 \(this run: 256\)"):
         evaluate(env, _TextPolicy(1, 256), 3, seed=0, journal=text_journal)
     assert evaluate(env, RandomPolicy(seed=1), 3, seed=0, journal=plain_journal).journal_episodes == 3
+
+
+class _ExamplesPolicy(_TextPolicy):
+    """A random player named and ranked as a language model shown solved examples is."""
+
+    def __init__(self, seed: int, examples_ranking: str | None) -> None:
+        super().__init__(seed, 256)
+        self.name = "model-0shot-3solved" if examples_ranking else "unsolved-model-0shot"
+        self.examples_ranking = examples_ranking
+
+
+def test_a_journal_is_refused_for_another_ranking_of_the_solved_examples(
+    demo_dataset, tmp_path: Path
+) -> None:
+    """Runs 11-14 ranked the examples by the question alone and recorded no ranking: such a journal
+    is a "question" run and is not continued with today's ranking; one without examples is."""
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    shown, plain = tmp_path / "shown.jsonl", tmp_path / "plain.jsonl"
+    evaluate(env, _ExamplesPolicy(1, "question+sql"), 3, seed=0, journal=shown)
+    evaluate(env, _ExamplesPolicy(1, None), 3, seed=0, journal=plain)
+    assert json.loads(shown.read_text().splitlines()[0])["examples_ranking"] == "question+sql"
+    assert evaluate(env, _ExamplesPolicy(1, "question+sql"), 3, seed=0, journal=shown).journal_episodes == 3
+    for path in (shown, plain):  # as an older sqlenv wrote them
+        lines = path.read_text().splitlines()
+        header = json.loads(lines[0])
+        del header["examples_ranking"]
+        path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    before = shown.read_bytes()
+    with pytest.raises(ValueError, match=r"examples_ranking 'question' \(this run: 'question\+sql'\)"):
+        evaluate(env, _ExamplesPolicy(1, "question+sql"), 3, seed=0, journal=shown)
+    assert shown.read_bytes() == before
+    assert evaluate(env, _ExamplesPolicy(1, None), 3, seed=0, journal=plain).journal_episodes == 3
+
+
+def test_a_chat_policy_names_its_ranking_only_when_it_shows_examples(demo_dataset) -> None:
+    from sqlenv.llm_policy import OpenAIPolicy
+    from sqlenv.solved_examples import EXAMPLES_RANKING
+
+    shown = OpenAIPolicy("http://127.0.0.1:9", "m", example_dataset=demo_dataset, solved_examples=2)
+    assert shown.examples_ranking == EXAMPLES_RANKING == "question+sql"
+    assert OpenAIPolicy("http://127.0.0.1:9", "m", solved_examples=0).examples_ranking is None

@@ -547,7 +547,7 @@ def evaluate(
     `journal` (a JSON-lines file, `sqlenv.journal`) records each episode as it finishes; given the
     journal of an unfinished run with the same policy name, dataset, split, seed and episodes (and,
     for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
-    `max_new_tokens`), the run continues: the recorded episodes are loaded (and passed to
+    `max_new_tokens` and `examples_ranking`), the run continues: the recorded episodes are loaded (and passed to
     `on_episode` first), only the others are played. A run that plays holds the journal's lock
     until it returns: a second one started on the same journal meanwhile is refused
     (`sqlenv.journal.JournalInUse`).
@@ -575,6 +575,7 @@ def evaluate(
             jobs=plan,
             weights=getattr(policy, "weights_fingerprint", None),
             max_new_tokens=getattr(policy, "max_new_tokens", None),
+            examples_ranking=getattr(policy, "examples_ranking", None),
             write=play,  # a report of the results so far only reads it
         )
         done = {index: _with_train_overlap(e, env.dataset) for index, e in opened.done.items()}

@@ -8,8 +8,9 @@ are the ones an uninterrupted run would have played.
 
 The first line is a header naming the run (policy, dataset, split, seed, a digest of the episode
 plan, for a local model the fingerprint of its weights, `sqlenv.model_identity`, and for a
-language model its per-reply token limit); a journal from a different run is refused rather than
-mixed in: a model retrained into the same folder, or given room for longer replies, is another
+language model its per-reply token limit and how the solved examples in its prompt are ranked,
+`sqlenv.solved_examples`); a journal from a different run is refused rather than mixed in: a model
+retrained into the same folder, given room for longer replies or shown other examples is another
 run. A last line cut short by a crash is ignored (that episode is played again).
 
 A run that plays holds an exclusive lock on its journal (`fcntl.flock`, released by `close()` or
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -40,6 +42,9 @@ JOURNAL_FORMAT = "sqlenv-episode-journal/1"
 # Journals written before the header recorded `max_new_tokens` came from chat policies that all
 # used 96 tokens per reply; such a journal is that run's.
 LEGACY_MAX_NEW_TOKENS = 96
+# Journals written before the header recorded `examples_ranking` that showed solved examples ranked
+# them by the question alone.
+LEGACY_EXAMPLES_RANKING = "question"
 
 
 class JournalInUse(ValueError):
@@ -65,6 +70,7 @@ class EpisodeJournal:
         jobs: Sequence[Job],
         weights: str | None = None,
         max_new_tokens: int | None = None,
+        examples_ranking: str | None = None,
         write: bool = True,
     ):
         self.path = Path(path)
@@ -79,6 +85,7 @@ class EpisodeJournal:
             "plan": _plan_digest(jobs),
             "weights": weights,  # None for policies without weights of their own (and older journals)
             "max_new_tokens": max_new_tokens,  # None for policies that generate no text
+            "examples_ranking": examples_ranking,  # None for prompts without solved examples
         }
         self._lock = threading.Lock()
         self._held: IO[Any] | None = None
@@ -126,6 +133,8 @@ class EpisodeJournal:
             raise ValueError(f"{self.path} is not an episode journal ({JOURNAL_FORMAT})")
         if "max_new_tokens" not in header and self.header["max_new_tokens"] is not None:
             header["max_new_tokens"] = LEGACY_MAX_NEW_TOKENS
+        if "examples_ranking" not in header and re.search(r"-\d+solved$", str(header.get("policy"))):
+            header["examples_ranking"] = LEGACY_EXAMPLES_RANKING  # a "<model>-<k>shot-<n>solved" run
         differences = [
             f"{key} {header.get(key)!r} (this run: {value!r})"
             for key, value in self.header.items()

@@ -55,6 +55,7 @@ from sqlenv.data.cache import cache_dir
 from sqlenv.model_identity import weights_fingerprint
 from sqlenv.models import SQLAction, SQLObservation
 from sqlenv.solved_examples import (
+    EXAMPLES_RANKING,
     SolvedExamples,
     check_solved_examples_count,
     examples_text,
@@ -354,6 +355,11 @@ class ChatToolPolicy:
         """The policy's name: the model, the shots and the solved examples it is prompted with."""
         solved = f"-{self.solved_examples}solved" if self.solved_examples else ""
         return f"{model}-{self.shots}shot{solved}"
+
+    @property
+    def examples_ranking(self) -> str | None:
+        """How the solved examples in the prompt are ranked (None: no examples); a journal records it."""
+        return EXAMPLES_RANKING if self.solved_examples else None
 
     def _solved_index(self) -> SolvedExamples | None:
         """The solved-examples index, built on first use and shared with clones."""

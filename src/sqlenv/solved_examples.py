@@ -19,6 +19,8 @@ too, the first example is such a twin for 260 when each is left out in turn (the
 237), which is how the equal weight of the two halves was chosen. Of the 129 eval questions with a
 train twin, the first example is one for 100 and one of the first three for 121 (the questions
 alone: 94 and 114; runs 11-14 of docs/results.md were trained and evaluated with those).
+`EXAMPLES_RANKING` names the ranking; an episode journal records it, so that a run started with
+one ranking is never continued with another (`sqlenv.journal`).
 
 The database is found from the observation's table list (`schema_info`), which is all a policy sees;
 databases with the same table list share their examples. An episode on a database without train
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from sqlenv.models import SQLObservation
 
 __all__ = [
+    "EXAMPLES_RANKING",
     "PROMPT_SETTINGS_FILE",
     "SOLVED_EXAMPLES_ENV",
     "SolvedExamples",
@@ -70,6 +73,8 @@ _STOP_WORDS = [
 ]  # fmt: skip
 
 EXAMPLES_HEADING = "Solved questions on this database, most similar first:"
+# How `SolvedExamples` ranks (module docstring); before it was named, it ranked by "question" alone.
+EXAMPLES_RANKING = "question+sql"
 
 
 def check_solved_examples_count(count: object, where: str = "") -> int:
