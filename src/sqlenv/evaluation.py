@@ -547,8 +547,8 @@ def evaluate(
     `journal` (a JSON-lines file, `sqlenv.journal`) records each episode as it finishes; given the
     journal of an unfinished run with the same policy name, dataset, split, seed and episodes (and,
     for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
-    `max_new_tokens` and `examples_ranking`), the run continues: the recorded episodes are loaded (and passed to
-    `on_episode` first), only the others are played. A run that plays holds the journal's lock
+    `max_new_tokens` and `examples_ranking`), the run continues: the recorded episodes are loaded
+    (and passed to `on_episode` first), only the others are played. A run that plays holds the journal's lock
     until it returns: a second one started on the same journal meanwhile is refused
     (`sqlenv.journal.JournalInUse`).
     `wall_time_s` is then this call's time. `play=False` (with a journal) plays nothing: the result
