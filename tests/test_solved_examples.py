@@ -80,17 +80,22 @@ def test_the_sql_half_finds_the_query_whose_words_the_question_uses(demo_dataset
     examples = SolvedExamples(demo_dataset, 3)
     train = list(demo_dataset.split("train"))
     for record in train:
-        words = _sql_words(record.gold_sql).split()
-        only_in_sql = [
+        same_database = [r for r in train if r.db_id == record.db_id]
+        question_words = {w for r in same_database for w in _sql_words(r.question).split()}
+        only_in_this_sql = [
             w
-            for w in words
-            if sum(w in _sql_words(r.gold_sql).split() for r in train if r.db_id == record.db_id) == 1
+            for w in dict.fromkeys(_sql_words(record.gold_sql).split())
+            if len(w) > 3
+            and w not in question_words
+            and sum(w in _sql_words(r.gold_sql).split() for r in same_database) == 1
         ]
-        if only_in_sql:
+        if only_in_this_sql:
             break
     else:
-        pytest.fail("no demo train query has a word that no other query of its database uses")
-    question = f"Tell me about {only_in_sql[0]} please"
+        pytest.fail("no demo train query has a word that no question and no other query of its database uses")
+    # No train question of the database shares a word with this one, so the SQL half alone ranks.
+    question = only_in_this_sql[0]
+    assert examples._question_index.similarity(question, [train.index(r) for r in same_database]).max() == 0
     assert examples.for_question(question, {record.db_id})[0] is record
 
 
