@@ -11,7 +11,7 @@ similarity of its question to the episode's question plus that of its gold SQL's
 split at underscores: `T1.document_id` is `t1 document id`) to the episode's question, each under
 TF-IDF fitted on the train split (scikit-learn, sublinear term frequency, a few function words
 dropped). The SQL half finds the query whose columns and values the question names when the wording
-differs ("average age" and `avg(age)`). A train question is never shown its own answer: examples
+differs ("the largest amount of horsepower" and `ORDER BY T2.horsepower`). A train question is never shown its own answer: examples
 with the same question text are left out.
 
 Of the 330 spider10 train questions whose query another train question of the same database asks
