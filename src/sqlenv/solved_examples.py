@@ -11,8 +11,8 @@ similarity of its question to the episode's question plus that of its gold SQL's
 split at underscores: `T1.document_id` is `t1 document id`) to the episode's question, each under
 TF-IDF fitted on the train split (scikit-learn, sublinear term frequency, a few function words
 dropped). The SQL half finds the query whose columns and values the question names when the wording
-differs ("the largest amount of horsepower" and `ORDER BY T2.horsepower`). A train question is never shown its own answer: examples
-with the same question text are left out.
+differs ("the largest amount of horsepower" and `ORDER BY T2.horsepower`). A train question is
+never shown its own answer: examples with the same question text are left out.
 
 Of the 330 spider10 train questions whose query another train question of the same database asks
 too, the first example is such a twin for 260 when each is left out in turn (the questions alone:
@@ -97,7 +97,8 @@ def solved_examples_override() -> int | None:
 
 
 def _sql_words(sql: str) -> str:
-    """A query's words for retrieval: lower case, identifiers split at underscores and dots."""
+    """A query's words for retrieval: lower case, split at anything not a letter or digit
+    (underscores included, so identifiers give their words)."""
     return " ".join(word.lower() for word in re.findall(r"[A-Za-z0-9]+", sql.replace("_", " ")))
 
 
@@ -108,10 +109,12 @@ class _TfidfIndex:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         self.vectorizer = TfidfVectorizer(stop_words=_STOP_WORDS, sublinear_tf=True)
-        self.matrix = self.vectorizer.fit_transform(texts)
+        # TF-IDF cannot be fitted on nothing; an empty split has no rows to ask about either.
+        self.matrix = self.vectorizer.fit_transform(texts) if texts else None
 
     def similarity(self, question: str, rows: list[int]) -> np.ndarray:
         """The similarity of `question` to each text of `rows`, in that order."""
+        assert self.matrix is not None, "no texts to compare with"
         return (self.matrix[rows] @ self.vectorizer.transform([question]).T).toarray().ravel()
 
 
@@ -125,10 +128,8 @@ class SolvedExamples:
 
         self.count = count
         self._records: list[QuestionRecord] = list(dataset.split(split))
-        # No index for an empty split (TF-IDF cannot be fitted on nothing); it has no candidates either.
-        if self._records:
-            self._question_index = _TfidfIndex([r.question for r in self._records])
-            self._sql_index = _TfidfIndex([_sql_words(r.gold_sql) for r in self._records])
+        self._question_index = _TfidfIndex([r.question for r in self._records])
+        self._sql_index = _TfidfIndex([_sql_words(r.gold_sql) for r in self._records])
         self._rows_by_database: dict[str, list[int]] = {}
         for row, record in enumerate(self._records):
             self._rows_by_database.setdefault(record.db_id, []).append(row)
