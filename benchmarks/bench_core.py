@@ -23,9 +23,9 @@ import time
 from urllib.parse import quote
 
 from sqlenv import SQLAction, SQLEnvironment
+from sqlenv.agents.reference import OraclePolicy
 from sqlenv.data import load_dataset
 from sqlenv.evaluation import evaluate
-from sqlenv.policies import OraclePolicy
 from sqlenv.sandbox import SQLSandbox
 
 

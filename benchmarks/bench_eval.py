@@ -29,11 +29,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlenv.agents.reference import OraclePolicy
+from sqlenv.agents.registry import PolicyFactory
 from sqlenv.data import Dataset, load_dataset
-from sqlenv.environment import SQLEnvironment
+from sqlenv.env.environment import SQLEnvironment
+from sqlenv.env.models import SQLAction, SQLObservation
 from sqlenv.evaluation import EvaluationResult, LocalEnvironmentFactory, RaySession, evaluate
-from sqlenv.models import SQLAction, SQLObservation
-from sqlenv.policies import OraclePolicy, PolicyFactory
 
 
 class WaitingOracle(OraclePolicy):

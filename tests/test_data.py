@@ -15,7 +15,7 @@ from sqlenv.data import DataError, load_dataset
 from sqlenv.data import presets as presets_module
 from sqlenv.data.demo_databases import build_demo_databases
 from sqlenv.data.records import ANSWER_TYPES, DIFFICULTIES
-from sqlenv.schema import catalog_for
+from sqlenv.sandbox.schema import catalog_for
 
 
 @pytest.fixture()

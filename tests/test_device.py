@@ -9,7 +9,7 @@ from sqlenv.cli import app
 
 torch = pytest.importorskip("torch", reason="the llm extra is not installed (pip install -e '.[llm]')")
 
-from sqlenv.llm_policy import DEVICE_ENV, resolve_device  # noqa: E402
+from sqlenv.agents.devices import DEVICE_ENV, resolve_device  # noqa: E402
 
 
 def test_auto_is_a_gpu_where_pytorch_sees_one_else_the_cpu(monkeypatch) -> None:
@@ -45,15 +45,30 @@ def test_cuda_without_a_gpu_is_refused_and_with_one_accepted() -> None:
 
 
 def test_cli_refuses_a_bad_device_before_playing(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv(DEVICE_ENV, "auto")  # --device sets it: monkeypatch puts it back after
+    monkeypatch.setenv(DEVICE_ENV, "auto")
     result = CliRunner().invoke(app, ["eval", "--policy", "oracle", "--device", "tpu7"])
     assert result.exit_code != 0
     assert "unknown device 'tpu7'" in result.output
+    built_with = _record_policy_settings(monkeypatch)
     ok = CliRunner().invoke(
         app, ["eval", "--policy", "oracle", "--device", "cpu", "--json", str(tmp_path / "r.json")]
     )
     assert ok.exit_code == 0, ok.output
     assert (tmp_path / "r.json").is_file()
-    import os
 
-    assert os.environ[DEVICE_ENV] == "cpu"  # what LLM policies (and Ray workers) read
+    assert built_with[-1].device == "cpu"  # the settings every policy of the run (and its Ray workers) is built with
+
+
+def _record_policy_settings(monkeypatch) -> list:
+    """The `PolicySettings` the CLI builds each policy with, in order."""
+    from sqlenv.agents import registry
+
+    built_with: list = []
+    real = registry.make_policy
+
+    def recording(name, dataset, seed=0, settings=None):
+        built_with.append(settings)
+        return real(name, dataset, seed, settings)
+
+    monkeypatch.setattr(registry, "make_policy", recording)
+    return built_with

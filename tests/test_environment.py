@@ -7,7 +7,7 @@ import pytest
 import sqlenv
 from sqlenv import SQLAction, SQLEnvironment, SQLObservation
 from sqlenv.config import DEFAULT_CONFIG, EnvConfig
-from sqlenv.verifier import format_answer
+from sqlenv.env.verifier import format_answer
 
 
 def act(kind: str, argument: str = "") -> SQLAction:

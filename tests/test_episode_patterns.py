@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from sqlenv import SQLAction, SQLEnvironment
-from sqlenv.episode_patterns import (
+from sqlenv.agents.reference import OraclePolicy
+from sqlenv.env.models import SQLObservation
+from sqlenv.evaluation import evaluate
+from sqlenv.evaluation.patterns import (
     AFTER_FIRST_FAILURE,
     ANSWERED_AFTER_FAILURE,
     ANSWERED_WITHOUT_DATA,
@@ -34,10 +37,7 @@ from sqlenv.episode_patterns import (
     paired_successes,
     pattern_summary,
 )
-from sqlenv.evaluation import evaluate
-from sqlenv.models import SQLObservation
-from sqlenv.policies import OraclePolicy
-from sqlenv.reports import write_report
+from sqlenv.evaluation.reports import write_report
 
 
 class ScriptedPolicy:

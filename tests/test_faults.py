@@ -29,9 +29,9 @@ import websockets
 
 from conftest import RunningServer, oracle_episode_total
 from sqlenv import SQLAction, SQLEnvironment
-from sqlenv.client import SQLEnvClient
+from sqlenv.agents.reference import OraclePolicy
 from sqlenv.evaluation import evaluate
-from sqlenv.policies import OraclePolicy
+from sqlenv.server.client import SQLEnvClient
 
 PROBE_STEPS = 60  # steps timed per latency measurement
 SLOWDOWN_ALLOWED = 10  # median step latency under a fault vs without: at most this factor ...

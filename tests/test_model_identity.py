@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sqlenv import SQLEnvironment
+from sqlenv.agents.model_identity import weights_fingerprint
 from sqlenv.evaluation import evaluate
-from sqlenv.model_identity import weights_fingerprint
 
 
 def _folder(root: Path, files: dict[str, bytes]) -> Path:
@@ -43,7 +43,7 @@ def _tiny_chat_model(folder: Path, seed: int) -> None:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from sqlenv.llm_policy import smollm2_checkpoint
+    from sqlenv.agents.local_models import smollm2_checkpoint
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_checkpoint())
     torch.manual_seed(seed)
@@ -67,7 +67,7 @@ def _tiny_chat_model(folder: Path, seed: int) -> None:
 def test_a_model_retrained_into_the_same_folder_does_not_continue_the_old_journal(
     demo_dataset, tmp_path: Path
 ) -> None:
-    from sqlenv.llm_policy import LLMPolicy
+    from sqlenv.agents.local_policy import LLMPolicy
 
     model = tmp_path / "runs" / "final"
     _tiny_chat_model(model, seed=1)

@@ -11,8 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from sqlenv import SQLAction, SQLEnvironment
+from sqlenv.agents.reference import OraclePolicy, RandomPolicy
+from sqlenv.agents.registry import PolicyFactory
 from sqlenv.cli import app
-from sqlenv.client import RemoteSQLEnvironment
+from sqlenv.env.models import SQLObservation
 from sqlenv.evaluation import (
     EpisodeRecord,
     LocalEnvironmentFactory,
@@ -22,8 +24,7 @@ from sqlenv.evaluation import (
     episode_seed,
     evaluate,
 )
-from sqlenv.models import SQLObservation
-from sqlenv.policies import OraclePolicy, PolicyFactory, RandomPolicy
+from sqlenv.server.client import RemoteSQLEnvironment
 
 runner = CliRunner()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sqlenv.play import parse_command
+from sqlenv.cli.play import parse_command
 
 
 def test_parse_command() -> None:

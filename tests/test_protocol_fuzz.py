@@ -30,9 +30,9 @@ import websockets
 
 from conftest import RunningServer, oracle_episode_total
 from sqlenv import SQLEnvironment
-from sqlenv.client import SQLEnvClient
+from sqlenv.agents.reference import OraclePolicy
 from sqlenv.evaluation import evaluate
-from sqlenv.policies import OraclePolicy
+from sqlenv.server.client import SQLEnvClient
 
 FUZZ_SEED = 20_250_606
 FUZZ_CONNECTIONS = 8
@@ -615,7 +615,7 @@ def _sharpened_openapi(app) -> dict:
     SQLEnvironment.step/reset with schema-valid yet hostile values."""
     import copy
 
-    from sqlenv.models import SQLAction
+    from sqlenv.env.models import SQLAction
 
     raw = copy.deepcopy(app.openapi())
     components = raw["components"]["schemas"]
@@ -671,7 +671,7 @@ def test_http_endpoints_never_answer_5xx_and_conform_to_their_schema() -> None:
     import schemathesis
     from schemathesis import GenerationMode
 
-    from sqlenv.server import create_sqlenv_app
+    from sqlenv.server.app import create_sqlenv_app
 
     app = create_sqlenv_app()
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)

@@ -5,24 +5,19 @@ and `sqlenv eval --max-new-tokens`, and that the default leaves room for spider1
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import pytest
 from typer.testing import CliRunner
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
 
+from sqlenv.agents.chat_policy import DEFAULT_MAX_NEW_TOKENS, MAX_NEW_TOKENS_ENV, resolve_max_new_tokens
+from sqlenv.agents.local_policy import LLMPolicy
+from sqlenv.agents.openai_policy import OpenAIPolicy
+from sqlenv.agents.tools import TOOLS, action_to_tool_call
 from sqlenv.cli import app
-from sqlenv.llm_policy import (
-    DEFAULT_MAX_NEW_TOKENS,
-    MAX_NEW_TOKENS_ENV,
-    LLMPolicy,
-    OpenAIPolicy,
-    resolve_max_new_tokens,
-)
-from sqlenv.models import SQLAction
-from sqlenv.tools import TOOLS, action_to_tool_call
-from sqlenv.verifier import format_answer
+from sqlenv.env.models import SQLAction
+from sqlenv.env.verifier import format_answer
 
 
 def test_the_limit_comes_from_the_argument_then_the_environment_then_the_default(monkeypatch) -> None:
@@ -51,11 +46,12 @@ def test_cli_passes_the_limit_on_and_refuses_a_bad_one(tmp_path, monkeypatch) ->
     monkeypatch.setenv(MAX_NEW_TOKENS_ENV, "256")  # --max-new-tokens sets it: monkeypatch restores it
     bad = CliRunner().invoke(app, ["eval", "--policy", "oracle", "--max-new-tokens", "0"])
     assert bad.exit_code != 0 and "--max-new-tokens" in bad.output
+    built_with = _record_policy_settings(monkeypatch)
     ok = CliRunner().invoke(
         app, ["eval", "--policy", "oracle", "--max-new-tokens", "300", "--json", str(tmp_path / "r.json")]
     )
     assert ok.exit_code == 0, ok.output
-    assert os.environ[MAX_NEW_TOKENS_ENV] == "300"  # what LLM policies (and Ray workers) read
+    assert built_with[-1].max_new_tokens == 300  # the settings every policy of the run (and its Ray workers) is built with
 
 
 @pytest.mark.skipif(
@@ -64,7 +60,7 @@ def test_cli_passes_the_limit_on_and_refuses_a_bad_one(tmp_path, monkeypatch) ->
 def test_the_default_fits_every_spider10_gold_query_and_nearly_every_answer(spider10) -> None:
     from transformers import AutoTokenizer
 
-    from sqlenv.llm_policy import smollm2_checkpoint
+    from sqlenv.agents.local_models import smollm2_checkpoint
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_checkpoint())
     question = [{"role": "user", "content": "?"}]
@@ -95,3 +91,18 @@ def test_the_default_fits_every_spider10_gold_query_and_nearly_every_answer(spid
     assert sum(n > DEFAULT_MAX_NEW_TOKENS for n in answers) <= len(records) // 10
     # The limit this replaced: a fifth of the gold queries or answers did not fit in 96 tokens.
     assert sum(q > 96 or a > 96 for q, a in zip(queries, answers, strict=True)) >= len(records) // 5
+
+
+def _record_policy_settings(monkeypatch) -> list:
+    """The `PolicySettings` the CLI builds each policy with, in order."""
+    from sqlenv.agents import registry
+
+    built_with: list = []
+    real = registry.make_policy
+
+    def recording(name, dataset, seed=0, settings=None):
+        built_with.append(settings)
+        return real(name, dataset, seed, settings)
+
+    monkeypatch.setattr(registry, "make_policy", recording)
+    return built_with

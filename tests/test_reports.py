@@ -12,16 +12,16 @@ import pytest
 from typer.testing import CliRunner
 
 from sqlenv import SQLAction, SQLEnvironment
+from sqlenv.agents.reference import OraclePolicy, RandomPolicy
 from sqlenv.cli import app
+from sqlenv.env.models import SQLObservation
 from sqlenv.evaluation import (
     NO_ANSWER_VERDICT,
     TRANSCRIPT_RESULT_CHARS,
     EvaluationResult,
     evaluate,
 )
-from sqlenv.models import SQLObservation
-from sqlenv.policies import OraclePolicy, RandomPolicy
-from sqlenv.reports import PLOT_FILES, write_comparison, write_report
+from sqlenv.evaluation.reports import PLOT_FILES, write_comparison, write_report
 
 runner = CliRunner()
 CRAFTED_ANSWER = "<script>alert('pwned')</script>"
@@ -144,7 +144,7 @@ def test_plots_are_pngs_of_a_legible_size(crafted_report: Path) -> None:
 )
 def test_a_long_plot_title_stays_inside_the_figure(run: str) -> None:
     pytest.importorskip("matplotlib")
-    from sqlenv.reports import _figure, _style
+    from sqlenv.evaluation.reports.plots import _figure, _style
 
     figure = _figure()
     axes = figure.add_subplot()
@@ -179,7 +179,8 @@ def test_transcripts_record_each_step_and_a_budget_without_answer(demo_dataset) 
 def test_a_chat_policys_format_error_shows_its_reason_in_the_transcript(demo_dataset) -> None:
     """The conversation logic of every chat-model policy, with scripted replies in place of a
     model: a reply without a tool call, one the parser rejects, then a valid answer."""
-    from sqlenv.llm_policy import FORMAT_ERROR_ACTION, ChatToolPolicy
+    from sqlenv.agents.chat_policy import ChatToolPolicy
+    from sqlenv.agents.prompts import FORMAT_ERROR_ACTION
 
     class Scripted(ChatToolPolicy):
         name = "scripted"

@@ -7,10 +7,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlenv import SQLAction, SQLEnvironment
+from sqlenv.agents.reference import OraclePolicy, RandomPolicy
 from sqlenv.config import DEFAULT_CONFIG, RewardConfig
+from sqlenv.env.rewards import (
+    GoldProfile,
+    StepOutcome,
+    exploration_reward,
+    progress_potential,
+    result_similarity,
+)
 from sqlenv.evaluation import evaluate
-from sqlenv.policies import OraclePolicy, RandomPolicy
-from sqlenv.rewards import GoldProfile, StepOutcome, exploration_reward, progress_potential, result_similarity
 
 CFG = DEFAULT_CONFIG.reward
 

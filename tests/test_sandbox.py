@@ -26,8 +26,8 @@ import pytest
 
 from sqlenv.config import DEFAULT_CONFIG, SandboxLimits
 from sqlenv.data.demo_databases import build_demo_databases
-from sqlenv.environment import SQLEnvironment
-from sqlenv.models import SQLAction
+from sqlenv.env.environment import SQLEnvironment
+from sqlenv.env.models import SQLAction
 from sqlenv.sandbox import (
     MAX_KEPT_BYTES,
     TRUNCATION_MARKER,

@@ -11,9 +11,9 @@ import websockets
 
 from conftest import RunningServer, oracle_episode_total
 from sqlenv import SQLAction, SQLEnvironment
-from sqlenv.client import RemoteSQLEnvironment, SQLEnvClient
+from sqlenv.agents.reference import OraclePolicy, RandomPolicy
 from sqlenv.evaluation import evaluate
-from sqlenv.policies import OraclePolicy, RandomPolicy
+from sqlenv.server.client import RemoteSQLEnvironment, SQLEnvClient
 
 
 def ws_url(server: RunningServer) -> str:

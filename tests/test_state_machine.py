@@ -25,10 +25,10 @@ from pydantic import ValidationError
 
 from sqlenv.config import DEFAULT_CONFIG, EnvConfig
 from sqlenv.data import load_dataset
-from sqlenv.environment import SQLEnvironment
-from sqlenv.models import ACTION_TYPES, SQLAction
-from sqlenv.schema import catalog_for
-from sqlenv.verifier import format_answer
+from sqlenv.env.environment import SQLEnvironment
+from sqlenv.env.models import ACTION_TYPES, SQLAction
+from sqlenv.env.verifier import format_answer
+from sqlenv.sandbox.schema import catalog_for
 
 DATASET = load_dataset("demo")
 QUESTIONS = DATASET.split("train")

@@ -7,8 +7,7 @@ import json
 import pytest
 
 from sqlenv import SQLAction, SQLEnvironment
-from sqlenv.models import ACTION_TYPES
-from sqlenv.tools import (
+from sqlenv.agents.tools import (
     TOOL_NAMES,
     TOOLS,
     action_to_tool_call,
@@ -16,6 +15,7 @@ from sqlenv.tools import (
     tool_call_to_action,
     tool_definitions,
 )
+from sqlenv.env.models import ACTION_TYPES
 
 
 def test_there_is_one_function_tool_per_action_with_one_required_string_parameter() -> None:

@@ -11,12 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 from sqlenv import SQLEnvironment
+from sqlenv.agents.reference import OraclePolicy
 from sqlenv.cli import app
 from sqlenv.data import Dataset
 from sqlenv.data.overlap import canonical_sql
 from sqlenv.evaluation import NOT_IN_TRAIN, SEEN_IN_TRAIN, evaluate
-from sqlenv.policies import OraclePolicy
-from sqlenv.reports import summary_markdown, transcripts_html
+from sqlenv.evaluation.reports import summary_markdown, transcripts_html
 
 runner = CliRunner()
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from sqlenv import SQLAction, SQLEnvironment
-from sqlenv.tools import TOOLS
-from sqlenv.verifier import format_answer
+from sqlenv.agents.tools import TOOLS
+from sqlenv.env.verifier import format_answer
 
 pytest.importorskip("trl", reason="the llm extra is not installed (pip install -e '.[llm]')")
 
@@ -190,7 +190,7 @@ def test_rollouts_on_a_server_match_in_process(demo_dataset, demo_server) -> Non
 
 
 def test_grpo_rows_follow_the_curriculum_and_carry_the_evaluation_prompt(demo_dataset) -> None:
-    from sqlenv.llm_policy import SYSTEM_PROMPT
+    from sqlenv.agents.prompts import SYSTEM_PROMPT
     from sqlenv.training.grpo import grpo_rows
 
     rows = grpo_rows(demo_dataset, curriculum=["easy", "medium", "hard", "extra"], seed=1)
@@ -227,7 +227,7 @@ def test_oracle_conversations_are_correct_episodes_with_varied_exploration(demo_
         question = conversation[1]["content"].split("\n")[0].removeprefix("Question: ")
         record = next(r for r in demo_dataset.split("train") if r.question == question)
         env.reset(question_id=record.question_id)
-        from sqlenv.tools import tool_call_to_action
+        from sqlenv.agents.tools import tool_call_to_action
 
         for message in conversation:
             if message["role"] == "assistant" and "tool_calls" in message:
@@ -262,7 +262,7 @@ def _calls(conversation: list[dict]) -> list[tuple[str, str]]:
 
 
 def test_recovering_trajectories_describe_the_mistyped_names_table_after_the_error(demo_dataset) -> None:
-    from sqlenv.tools import tool_call_to_action
+    from sqlenv.agents.tools import tool_call_to_action
     from sqlenv.training.sft_data import oracle_conversations
 
     def after_errors(conversations: list[list[dict]]) -> list[tuple[str, str]]:
@@ -302,8 +302,8 @@ def test_recovering_trajectories_describe_the_mistyped_names_table_after_the_err
 
 
 def test_clean_copies_follow_each_mistake_and_replay_to_the_same_results(demo_dataset) -> None:
-    from sqlenv.llm_policy import tool_result_text
-    from sqlenv.tools import tool_call_to_action
+    from sqlenv.agents.prompts import tool_result_text
+    from sqlenv.agents.tools import tool_call_to_action
     from sqlenv.training.sft_data import mistaken_turns, oracle_conversations, without_mistakes
 
     settings = {"seed": 3, "mistake_rate": 0.5, "recovery_rate": 0.5}

@@ -90,10 +90,10 @@ def test_live_visualisation_wrote_curves_a_transcript_and_success(smoke_run: Pat
 
 
 def test_the_trained_model_is_an_evaluation_policy(smoke_run: Path, spider10) -> None:
-    from sqlenv.environment import SQLEnvironment
+    from sqlenv.agents.registry import make_policy
+    from sqlenv.agents.solved_examples import read_prompt_settings
+    from sqlenv.env.environment import SQLEnvironment
     from sqlenv.evaluation import evaluate
-    from sqlenv.policies import make_policy
-    from sqlenv.solved_examples import read_prompt_settings
 
     for phase in ("sft", "grpo"):  # smoke.yaml shows no solved examples, and the models say so
         assert read_prompt_settings(smoke_run / phase / "final") == {"solved_examples": 0}
@@ -106,11 +106,11 @@ def test_the_trained_model_is_an_evaluation_policy(smoke_run: Path, spider10) ->
 def test_a_model_trained_with_solved_examples_is_evaluated_with_them(
     tmp_path: Path, spider_dir: Path, spider10
 ) -> None:
-    from sqlenv.environment import SQLEnvironment
+    from sqlenv.agents.prompts import question_message
+    from sqlenv.agents.registry import make_policy
+    from sqlenv.agents.solved_examples import EXAMPLES_HEADING, SolvedExamples, read_prompt_settings
+    from sqlenv.env.environment import SQLEnvironment
     from sqlenv.evaluation import evaluate
-    from sqlenv.llm_policy import question_message
-    from sqlenv.policies import make_policy
-    from sqlenv.solved_examples import EXAMPLES_HEADING, SolvedExamples, read_prompt_settings
 
     short = ["--set", "sft.max_examples=4", "--set", "sft.epochs=1", "--set", "sft.max_length=1400"]
     _train("sft", tmp_path, spider_dir, "--set", "solved_examples=2", *short)

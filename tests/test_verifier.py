@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlenv.data.records import AnswerType, Cell, infer_answer_type
-from sqlenv.verifier import (
+from sqlenv.env.verifier import (
     Verdict,
     cell_matches,
     format_answer,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, RunningServer
-from sqlenv.verifier import format_answer
+from sqlenv.env.verifier import format_answer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LAUNCH_FLAGS = [

@@ -2,8 +2,8 @@
 exploring them (DESCRIBE, SAMPLE, QUERY) and then answering (ANSWER), with dense rewards."""
 
 from sqlenv.config import EnvConfig, RewardConfig, SandboxLimits
-from sqlenv.environment import SQLEnvironment
-from sqlenv.models import SQLAction, SQLObservation, SQLState
+from sqlenv.env.environment import SQLEnvironment
+from sqlenv.env.models import SQLAction, SQLObservation, SQLState
 
 __all__ = [
     "EnvConfig",

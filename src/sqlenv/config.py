@@ -33,6 +33,11 @@ class SandboxLimits:
     max_variables: int = 0
     max_function_args: int = 32
     max_columns: int = 500
+    # Budgets of the guards on the built-ins SQLite cannot interrupt (`sqlenv.sandbox.guards`).
+    # Worst cases measured on a 2-core machine: LIKE/GLOB/trim ~3 ns per step of pattern × text,
+    # instr/replace ~0.03 ns per byte of needle × haystack; so each budget is a few tens of ms.
+    max_match_steps: int = 10_000_000  # like, glob, trim/ltrim/rtrim(x, chars): len(pattern) × len(text)
+    max_scan_bytes: int = 1_000_000_000  # instr, replace: len(needle) × positions in the haystack
 
 
 # Limits used once, when gold answers are computed at dataset build time.
@@ -67,6 +72,16 @@ class RewardConfig:
     step_clip_high: float = 0.15
     correct_answer: float = 1.0
     wrong_answer: float = 0.0
+    # phi's raw similarity of a result to the gold rows (`sqlenv.env.rewards.result_similarity`):
+    # a weighted sum of cardinality (row counts' ratio) and value overlap (Dice over distinct
+    # cells); when the gold answer is one number, also numeric closeness to it (1 - relative error,
+    # over the first `closeness_rows` rows). Each set of weights sums to 1.
+    cardinality_weight: float = 0.3
+    overlap_weight: float = 0.7
+    scalar_cardinality_weight: float = 0.2
+    scalar_overlap_weight: float = 0.3
+    scalar_closeness_weight: float = 0.5
+    closeness_rows: int = 50
     # Documented invariant (tests): no episode's shaping total exceeds this.
     max_episode_shaping: float = 0.5
 
@@ -89,3 +104,27 @@ class EnvConfig:
 
 
 DEFAULT_CONFIG = EnvConfig()
+
+
+@dataclass(frozen=True)
+class PromptConfig:
+    """What a chat-model agent is shown and may write (`sqlenv.agents.prompts`,
+    `sqlenv.agents.chat_policy`); SFT data and GRPO prompts use the same values.
+
+    Attributes:
+        tool_result_chars: characters of a tool result kept in the conversation (the environment
+            already caps a result at `SandboxLimits.max_result_chars`; a small model's context is
+            the tighter bound).
+        max_new_tokens: tokens one reply may take: 256 fit the longest spider10 gold query as a
+            tool call (173 tokens) and all but 15 of its 203 eval questions' gold answers.
+        format_error_reply_chars: characters of an unparseable reply kept in the conversation.
+        format_error_action_chars: characters of it sent to the environment as the invalid action.
+    """
+
+    tool_result_chars: int = 1_500
+    max_new_tokens: int = 256
+    format_error_reply_chars: int = 400
+    format_error_action_chars: int = 200
+
+
+DEFAULT_PROMPT_CONFIG = PromptConfig()

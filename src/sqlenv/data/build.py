@@ -19,8 +19,8 @@ from sqlenv.config import GOLD_LIMITS
 from sqlenv.data.loaders import RawQuestion
 from sqlenv.data.records import QuestionRecord, infer_answer_type, normalize_cell
 from sqlenv.data.sql_facts import SQLFacts, analyze_sql
-from sqlenv.sandbox import SandboxError, SQLSandbox
-from sqlenv.schema import DatabaseCatalog, catalog_for
+from sqlenv.sandbox.executor import SandboxError, SQLSandbox
+from sqlenv.sandbox.schema import DatabaseCatalog, catalog_for
 
 # Given the records (split still empty), return question_id -> split name; records mapped to
 # None are left out (and counted under "excluded").

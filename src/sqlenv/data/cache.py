@@ -16,16 +16,19 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from sqlenv.settings import cache_root_from_environment
+
 # Bump when the record format or how records are derived changes: old entries are then ignored.
 CACHE_FORMAT_VERSION = "3"
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get("SQLENV_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "sqlenv"
+    """Where sqlenv keeps built datasets and converted models (`sqlenv.settings`).
+
+    Returns:
+        $SQLENV_CACHE_DIR, else `$XDG_CACHE_HOME/sqlenv`, else `~/.cache/sqlenv`; not created here.
+    """
+    return cache_root_from_environment()
 
 
 def writable_cache_dir() -> Path | None:

@@ -7,11 +7,10 @@ executes SQL; `sqlenv.data.build` turns raw questions into records.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-SPIDER_DIR_ENV = "SQLENV_SPIDER_DIR"
+from sqlenv.settings import SPIDER_DIR_ENV, spider_dir_from_environment
 
 
 class DataError(Exception):
@@ -29,7 +28,7 @@ class RawQuestion:
 
 def resolve_spider_dir(spider_dir: str | Path | None) -> Path:
     """The Spider directory from the argument, else $SQLENV_SPIDER_DIR; an error names both."""
-    chosen = spider_dir or os.environ.get(SPIDER_DIR_ENV)
+    chosen = spider_dir or spider_dir_from_environment()
     if not chosen:
         raise DataError(
             f"Spider is not configured: pass --spider-dir DIR or set {SPIDER_DIR_ENV}. "

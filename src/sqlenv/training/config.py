@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlenv.solved_examples import check_solved_examples_count
+from sqlenv.agents.solved_examples import check_solved_examples_count
 
 DIFFICULTIES = ("easy", "medium", "hard", "extra")
 # "auto": bf16 autocast only where the hardware computes in bfloat16 (`sqlenv.training.models`).
@@ -78,7 +78,7 @@ class LiveSection:
     transcript_every: int = 10  # one full episode with the current model every m steps (0: never)
     eval_every: int = 10  # train-vs-eval success on a few questions every n steps (0: never)
     eval_questions: int = 4  # per split
-    max_new_tokens: int = 256  # per reply, as `sqlenv eval` (sqlenv.llm_policy.DEFAULT_MAX_NEW_TOKENS)
+    max_new_tokens: int = 256  # per reply, as `sqlenv eval` (sqlenv.agents.local_policy.DEFAULT_MAX_NEW_TOKENS)
 
 
 @dataclass
@@ -89,7 +89,7 @@ class TrainConfig:
     output_dir: str = "runs/train"
     seed: int = 0
     threads: int | None = None  # torch intra-op threads (None: torch's default)
-    # The prompt's N most similar solved train questions (sqlenv.solved_examples), in SFT, GRPO and
+    # The prompt's N most similar solved train questions (sqlenv.agents.solved_examples), in SFT, GRPO and
     # the trained model's evaluation alike; 0: none.
     solved_examples: int = 0
     sft: SFTSection = field(default_factory=SFTSection)

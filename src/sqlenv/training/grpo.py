@@ -2,7 +2,7 @@
 
 Each rollout gets its own `SQLToolEnv` (in-process, or a WebSocket session on `grpo.env_url`),
 started on the row's question. The prompt is the evaluation prompt (system message and question
-message of `sqlenv.llm_policy`, tools from `sqlenv.tools.TOOLS` in that order:
+message of `sqlenv.agents.local_policy`, tools from `sqlenv.agents.tools.TOOLS` in that order:
 `present_tools_in_evaluation_order`), so the model trains on what it is evaluated on. Rewards are
 the three parts of the episode reward as separate reward functions (weights in the config; 1, 1, 1
 is the environment's own total). The curriculum orders the train questions by difficulty (easy
@@ -31,9 +31,9 @@ def grpo_rows(
 ) -> list[dict[str, Any]]:
     """Training rows in curriculum order: {"prompt": [system, question], "question_id", "difficulty"}.
     With `solved_examples` N, the question message shows the N most similar solved train questions."""
-    from sqlenv.environment import SQLEnvironment
-    from sqlenv.llm_policy import question_message
-    from sqlenv.solved_examples import SolvedExamples
+    from sqlenv.agents.prompts import question_message
+    from sqlenv.agents.solved_examples import SolvedExamples
+    from sqlenv.env.environment import SQLEnvironment
     from sqlenv.training.sft_data import system_message
 
     env = SQLEnvironment(dataset=dataset, split=split)
@@ -63,7 +63,7 @@ def present_tools_in_evaluation_order(trainer: Any) -> None:
     the model on the `TOOLS` order (describe first); shown the other order, SmolLM2 opened every
     GRPO rollout with `answer(table_name=...)`. TRL has no option for the order, so its
     per-environment lists are re-sorted here; a TRL that keeps them elsewhere is refused by name."""
-    from sqlenv.tools import TOOLS
+    from sqlenv.agents.tools import TOOLS
 
     tools_by_environment = getattr(trainer, "_env_tools", None)
     if not isinstance(tools_by_environment, dict):
@@ -86,8 +86,8 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
     import datasets
     from trl import GRPOConfig, GRPOTrainer
 
+    from sqlenv.agents.solved_examples import read_prompt_settings
     from sqlenv.data import load_dataset
-    from sqlenv.solved_examples import read_prompt_settings
     from sqlenv.training.live import LiveVisualizationCallback
     from sqlenv.training.models import bf16_for, has_gpu, load_trainable, progress_callbacks, set_threads
     from sqlenv.training.trl_env import REWARD_FUNCS, SQLToolEnv
@@ -174,7 +174,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
 
 
 def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
-    from sqlenv.solved_examples import write_prompt_settings
+    from sqlenv.agents.solved_examples import write_prompt_settings
 
     trainer = build_grpo_trainer(config, console=console)
     out = config.grpo_dir

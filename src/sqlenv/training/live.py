@@ -109,15 +109,15 @@ class LiveVisualizationCallback(TrainerCallback):
         """What the check's policy is given as `solved_examples`: 0, or one index built on the first
         check and reused (fitting TF-IDF at every check is wasted work)."""
         if self.config.solved_examples and self._solved is None:
-            from sqlenv.solved_examples import SolvedExamples
+            from sqlenv.agents.solved_examples import SolvedExamples
 
             self._solved = SolvedExamples(self._data(), self.config.solved_examples)
         return self._solved or 0
 
     def _evaluate(self, model: Any, split: str, n: int) -> Any:
-        from sqlenv.environment import SQLEnvironment
+        from sqlenv.agents.local_policy import LLMPolicy
+        from sqlenv.env.environment import SQLEnvironment
         from sqlenv.evaluation import evaluate
-        from sqlenv.llm_policy import LLMPolicy
 
         policy = LLMPolicy.from_model(
             self.tokenizer,
@@ -137,7 +137,7 @@ class LiveVisualizationCallback(TrainerCallback):
                 model.train()
 
     def write_transcript(self, model: Any, step: int) -> Path:
-        from sqlenv.reports import episode_markdown
+        from sqlenv.evaluation.reports import episode_markdown
 
         result = self._evaluate(model, "train", 1)
         path = self.dir / f"transcript-step{step}.md"

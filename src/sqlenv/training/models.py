@@ -15,7 +15,7 @@ from typing import Any
 
 def model_source(name: str) -> str:
     """A loadable directory or hub id for a preset, a directory or a hub id."""
-    from sqlenv.llm_policy import SMOLLM2_PRESET, smollm2_checkpoint
+    from sqlenv.agents.local_models import SMOLLM2_PRESET, smollm2_checkpoint
 
     return str(smollm2_checkpoint()) if name == SMOLLM2_PRESET else name
 

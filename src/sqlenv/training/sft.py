@@ -20,8 +20,8 @@ from sqlenv.training.config import TrainConfig
 def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
     from trl import SFTConfig, SFTTrainer
 
+    from sqlenv.agents.solved_examples import write_prompt_settings
     from sqlenv.data import load_dataset
-    from sqlenv.solved_examples import write_prompt_settings
     from sqlenv.training.live import LiveVisualizationCallback
     from sqlenv.training.models import bf16_for, has_gpu, load_trainable, progress_callbacks, set_threads
     from sqlenv.training.sft_data import sft_dataset

@@ -24,7 +24,7 @@ goes on calling tools, which refuse (the episode is over): with the CPU config, 
 episode's advantage.
 
 The conversation starts with the same system message and question message as evaluation
-(`sqlenv.llm_policy`) and GRPO (`sqlenv.training.grpo`), and is tokenised with TRL's training
+(`sqlenv.agents.local_policy`) and GRPO (`sqlenv.training.grpo`), and is tokenised with TRL's training
 chat template (`get_training_chat_template`: the model's template plus `{% generation %}`
 markers), which yields the assistant-token mask for a loss on assistant turns only.
 """
@@ -38,12 +38,12 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from sqlenv.agents.prompts import SYSTEM_PROMPT, TOOL_ERROR_PREFIX, question_message, tool_result_text
+from sqlenv.agents.solved_examples import SolvedExamples
+from sqlenv.agents.tools import TOOLS, action_to_tool_call
 from sqlenv.data import Dataset, QuestionRecord
-from sqlenv.llm_policy import SYSTEM_PROMPT, TOOL_ERROR_PREFIX, question_message, tool_result_text
-from sqlenv.models import SQLAction, SQLObservation
-from sqlenv.solved_examples import SolvedExamples
-from sqlenv.tools import TOOLS, action_to_tool_call
-from sqlenv.verifier import format_answer
+from sqlenv.env.models import SQLAction, SQLObservation
+from sqlenv.env.verifier import format_answer
 
 MAX_DESCRIBED_TABLES = 3
 CLOSING_REPLY = "Done."  # after the answer's verdict: a reply without a tool call ends a TRL rollout
@@ -193,8 +193,8 @@ def oracle_conversations(
     (`without_mistakes`): with the mistake out of the loss, the mistake conversation teaches the
     gold query only after an error, and run 7 lost first-query recall that way (docs/results.md).
     With `solved_examples` N, each question message shows the N most similar solved train questions
-    (`sqlenv.solved_examples`)."""
-    from sqlenv.environment import SQLEnvironment
+    (`sqlenv.agents.solved_examples`)."""
+    from sqlenv.env.environment import SQLEnvironment
 
     env = SQLEnvironment(dataset=dataset, split=split)
     examples = SolvedExamples(dataset, solved_examples) if solved_examples else None

@@ -3,7 +3,7 @@
 TRL makes every public method of the environment class a tool (its signature and Google-style
 docstring become the schema) and calls `reset(**row)` with the dataset row before each rollout.
 `SQLToolEnv` exposes `describe`, `sample`, `query` and `answer` with the docstrings of the shared
-tool schema (`sqlenv.tools.TOOLS`), so a model sees at training exactly the tools it sees at
+tool schema (`sqlenv.agents.tools.TOOLS`), so a model sees at training exactly the tools it sees at
 evaluation (TRL sorts them by name; `sqlenv.training.grpo` restores the `TOOLS` order). Tool output is the text an evaluation policy reads back (`tool_result_text`). Once the
 episode is over (answered, or budget spent) every tool raises, which TRL shows the model as
 `{"error": ...}`.
@@ -19,12 +19,13 @@ through one WebSocket session of its own.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
+from sqlenv.agents.tools import TOOL_NAMES, google_docstring, tool_call_to_action
 from sqlenv.config import DEFAULT_CONFIG, EnvConfig
 from sqlenv.data import Dataset
-from sqlenv.models import SQLAction, SQLObservation
-from sqlenv.tools import google_docstring, tool_call_to_action
+from sqlenv.env.models import SQLAction, SQLObservation
 
 EPISODE_OVER = "The episode is over ({why}); no more tool calls are accepted."
 
@@ -46,14 +47,30 @@ class SQLToolEnv:
         self._dataset = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, spider_dir)
         self._config = config or DEFAULT_CONFIG
         if url is not None:
-            from sqlenv.client import RemoteSQLEnvironment
+            from sqlenv.server.client import RemoteSQLEnvironment
 
             self._env: Any = RemoteSQLEnvironment(url, self._dataset, split)
         else:
-            from sqlenv.environment import SQLEnvironment
+            from sqlenv.env.environment import SQLEnvironment
 
             self._env = SQLEnvironment(dataset=self._dataset, split=split, config=self._config)
+        if self._config != DEFAULT_CONFIG:
+            self._describe_tools_for(self._config)
         self._clear()
+
+    def _describe_tools_for(self, config: EnvConfig) -> None:
+        """Give this instance's tools docstrings that name `config`'s numbers (rows sampled, rows
+        shown). TRL lists the tool names on the class but reads each tool from the instance, so an
+        instance attribute is what the model is shown."""
+        for name in TOOL_NAMES:
+            function = getattr(type(self), name)
+            described = types.FunctionType(
+                function.__code__, function.__globals__, name, function.__defaults__, function.__closure__
+            )
+            described.__kwdefaults__ = function.__kwdefaults__
+            described.__annotations__ = dict(function.__annotations__)
+            described.__doc__ = google_docstring(name, config)
+            setattr(self, name, types.MethodType(described, self))
 
     def _clear(self) -> None:
         self._started = False
@@ -93,7 +110,7 @@ class SQLToolEnv:
     # ---- episode bookkeeping -----------------------------------------------------------------
 
     def _act(self, tool: str, arguments: dict[str, Any]) -> str:
-        from sqlenv.llm_policy import tool_result_text
+        from sqlenv.agents.prompts import tool_result_text
 
         if not self._started:
             raise RuntimeError("no episode: reset() must be called with a training row first")

@@ -2,7 +2,7 @@
 
 reset() picks a question (seeded, or by id) and shows the question and the table names only.
 step() runs one action — DESCRIBE, SAMPLE, QUERY or ANSWER — spends one step of the budget and
-pays the reward of `sqlenv.rewards`. ANSWER or an exhausted budget ends the episode; after the
+pays the reward of `sqlenv.env.rewards`. ANSWER or an exhausted budget ends the episode; after the
 end every action gets an error and changes nothing. Invalid actions (unknown type, unknown
 table, refused SQL) are errors the agent reads; they spend a step and never raise.
 """
@@ -10,7 +10,6 @@ table, refused SQL) are errors the agent reads; they spend a step and never rais
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -23,8 +22,8 @@ from openenv.core.env_server.types import EnvironmentMetadata
 
 from sqlenv.config import DEFAULT_CONFIG, EnvConfig
 from sqlenv.data import Dataset, QuestionRecord, load_dataset
-from sqlenv.models import ACTION_TYPES, SQLAction, SQLObservation, SQLState
-from sqlenv.rewards import (
+from sqlenv.env.models import ACTION_TYPES, SQLAction, SQLObservation, SQLState
+from sqlenv.env.rewards import (
     GoldProfile,
     StepOutcome,
     exploration_reward,
@@ -32,21 +31,24 @@ from sqlenv.rewards import (
     repeat_text,
     terminal_reward,
 )
-from sqlenv.sandbox import SHARED_SANDBOXES, SandboxError, render_result
-from sqlenv.schema import DatabaseCatalog, catalog_for
-from sqlenv.verifier import Verdict, verify_answer
+from sqlenv.env.verifier import Verdict, verify_answer
+from sqlenv.sandbox.executor import SandboxError
+from sqlenv.sandbox.pool import SHARED_SANDBOXES
+from sqlenv.sandbox.rendering import render_result
+from sqlenv.sandbox.schema import DatabaseCatalog, catalog_for
+from sqlenv.settings import query_threads_from_environment
 
 # Under a server, QUERY and ANSWER run on this small shared pool; everything else is answered on
 # the event loop (see step_async). SQLite releases the GIL while it executes, so a few threads
 # use both cores; a slow query holds one thread, never the loop.
-_QUERY_THREADS = int(os.environ.get("SQLENV_QUERY_THREADS", "4"))
 _query_pool: ThreadPoolExecutor | None = None
 
 
 def _shared_query_pool() -> ThreadPoolExecutor:
     global _query_pool
     if _query_pool is None:
-        _query_pool = ThreadPoolExecutor(max_workers=_QUERY_THREADS, thread_name_prefix="sqlenv-query")
+        _query_pool = ThreadPoolExecutor(
+            max_workers=query_threads_from_environment(), thread_name_prefix="sqlenv-query")
     return _query_pool
 
 

@@ -14,7 +14,6 @@ The dataset is loaded once per server process and shared read-only by every sess
 
 from __future__ import annotations
 
-import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -26,16 +25,18 @@ from openenv.core.env_server.types import ServerMode
 
 from sqlenv.config import EnvConfig
 from sqlenv.data import load_dataset
-from sqlenv.environment import SQLEnvironment
-from sqlenv.models import SQLAction, SQLObservation, SQLState
-
-DEFAULT_MAX_SESSIONS = 64
-MAX_SESSIONS_ENV = "SQLENV_MAX_SESSIONS"
+from sqlenv.env.environment import SQLEnvironment
+from sqlenv.env.models import SQLAction, SQLObservation, SQLState
+from sqlenv.settings import max_sessions_from_environment, served_data_from_environment
 
 
 def default_max_sessions() -> int:
-    value = os.environ.get(MAX_SESSIONS_ENV)
-    return int(value) if value else DEFAULT_MAX_SESSIONS
+    """Sessions per worker when the caller names none.
+
+    Returns:
+        $SQLENV_MAX_SESSIONS, else 64 (`sqlenv.settings`).
+    """
+    return max_sessions_from_environment()
 
 
 def create_sqlenv_app(
@@ -78,7 +79,7 @@ def create_sqlenv_app(
         {"question_id": r.question_id, "question": r.question, "db_id": r.db_id, "difficulty": r.difficulty}
         for r in questions
     ]
-    page = (resources.files("sqlenv") / "web" / "index.html").read_text(encoding="utf-8")
+    page = (resources.files("sqlenv.server") / "web" / "index.html").read_text(encoding="utf-8")
 
     @app.get("/web", response_class=HTMLResponse, include_in_schema=False)
     async def web_page() -> HTMLResponse:
@@ -121,8 +122,5 @@ def _environment_input_errors_as_422(app: FastAPI) -> None:
 def app_from_environment() -> FastAPI:
     """App factory for `uvicorn --factory` (used by `sqlenv serve --workers N`): settings come
     from SQLENV_DATASET, SQLENV_SPLIT, SQLENV_SPIDER_DIR and SQLENV_MAX_SESSIONS."""
-    return create_sqlenv_app(
-        dataset=os.environ.get("SQLENV_DATASET", "demo"),
-        split=os.environ.get("SQLENV_SPLIT", "train"),
-        spider_dir=os.environ.get("SQLENV_SPIDER_DIR") or None,
-    )
+    served = served_data_from_environment()
+    return create_sqlenv_app(dataset=served.dataset, split=served.split, spider_dir=served.spider_dir)

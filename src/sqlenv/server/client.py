@@ -15,7 +15,7 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 
 from sqlenv.data import Dataset
-from sqlenv.models import SQLAction, SQLObservation, SQLState
+from sqlenv.env.models import SQLAction, SQLObservation, SQLState
 
 
 class SQLEnvClient(EnvClient[SQLAction, SQLObservation, SQLState]):

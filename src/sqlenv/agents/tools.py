@@ -18,10 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sqlenv.config import DEFAULT_CONFIG
-from sqlenv.models import SQLAction
-
-_LIMITS = DEFAULT_CONFIG.sandbox
+from sqlenv.config import DEFAULT_CONFIG, EnvConfig
+from sqlenv.env.models import SQLAction
 
 
 def _tool(name: str, description: str, parameter: str, parameter_description: str) -> dict[str, Any]:
@@ -39,33 +37,40 @@ def _tool(name: str, description: str, parameter: str, parameter_description: st
     }
 
 
-TOOLS: tuple[dict[str, Any], ...] = (
-    _tool(
-        "describe",
-        "Show a table's columns with their types, its primary and foreign keys, and its row count.",
-        "table_name",
-        "Name of a table in the database.",
-    ),
-    _tool(
-        "sample",
-        f"Show the first {DEFAULT_CONFIG.sample_rows} rows of a table.",
-        "table_name",
-        "Name of a table in the database.",
-    ),
-    _tool(
-        "query",
-        f"Run one read-only SQLite SELECT statement and show up to {_LIMITS.max_rows_shown} rows of its result.",
-        "sql",
-        "A single SQLite SELECT statement.",
-    ),
-    _tool(
-        "answer",
-        "Give the final answer to the question. This ends the episode.",
-        "value",
-        "The answer: a single value, or a JSON array of values (one per row; a row of several "
-        "columns is itself an array).",
-    ),
-)
+def _tools_for(config: EnvConfig) -> tuple[dict[str, Any], ...]:
+    """The four tool definitions, their numbers (rows sampled, rows shown) taken from `config`."""
+    return (
+        _tool(
+            "describe",
+            "Show a table's columns with their types, its primary and foreign keys, and its row count.",
+            "table_name",
+            "Name of a table in the database.",
+        ),
+        _tool(
+            "sample",
+            f"Show the first {config.sample_rows} rows of a table.",
+            "table_name",
+            "Name of a table in the database.",
+        ),
+        _tool(
+            "query",
+            "Run one read-only SQLite SELECT statement and show up to "
+            f"{config.sandbox.max_rows_shown} rows of its result.",
+            "sql",
+            "A single SQLite SELECT statement.",
+        ),
+        _tool(
+            "answer",
+            "Give the final answer to the question. This ends the episode.",
+            "value",
+            "The answer: a single value, or a JSON array of values (one per row; a row of several "
+            "columns is itself an array).",
+        ),
+    )
+
+
+# The tools of an environment with the default config; `tool_definitions(config)` for another one.
+TOOLS: tuple[dict[str, Any], ...] = _tools_for(DEFAULT_CONFIG)
 
 # tool name -> (action type, its one parameter)
 _ACTIONS: dict[str, tuple[str, str]] = {
@@ -78,9 +83,17 @@ _TOOL_FOR_ACTION: dict[str, str] = {action: name for name, (action, _) in _ACTIO
 TOOL_NAMES: tuple[str, ...] = tuple(_ACTIONS)
 
 
-def tool_definitions() -> list[dict[str, Any]]:
-    """A fresh, mutable copy of `TOOLS` (callers may edit it without changing the shared one)."""
-    return copy.deepcopy(list(TOOLS))
+def tool_definitions(config: EnvConfig | None = None) -> list[dict[str, Any]]:
+    """The tool definitions of an environment, as a fresh, mutable list.
+
+    Args:
+        config: the environment's config (default: `DEFAULT_CONFIG`); the descriptions name its
+            numbers, so a model is told what the environment it plays will do.
+
+    Returns:
+        A copy callers may edit without changing the shared `TOOLS`.
+    """
+    return copy.deepcopy(list(TOOLS if config is None else _tools_for(config)))
 
 
 def tool_call_to_action(name: str, arguments: Mapping[str, Any] | str | None) -> SQLAction:
@@ -129,12 +142,13 @@ def action_to_tool_call(action: SQLAction) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "arguments": {_ACTIONS[name][1]: action.argument}}}
 
 
-def google_docstring(name: str) -> str:
+def google_docstring(name: str, config: EnvConfig | None = None) -> str:
     """The tool's description and argument as a Google-style docstring (what TRL parses)."""
     key = name.strip().lower()
     if key not in _ACTIONS:
         raise ValueError(f"unknown tool {name!r}; the tools are: {', '.join(TOOL_NAMES)}")
-    function = next(t["function"] for t in TOOLS if t["function"]["name"] == key)
+    tools = TOOLS if config is None else _tools_for(config)
+    function = next(t["function"] for t in tools if t["function"]["name"] == key)
     parameter = _ACTIONS[key][1]
     described = function["parameters"]["properties"][parameter]["description"]
     return f"{function['description']}\n\nArgs:\n    {parameter}: {described}\n"

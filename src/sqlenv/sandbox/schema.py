@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlenv.config import SandboxLimits
-from sqlenv.sandbox import connect_read_only, render_table
+from sqlenv.sandbox.executor import connect_read_only
+from sqlenv.sandbox.rendering import render_table
 
 
 def quote_identifier(name: str) -> str:

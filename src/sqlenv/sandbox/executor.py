@@ -31,13 +31,14 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from urllib.parse import quote
 
 from sqlenv.config import SandboxLimits
+from sqlenv.sandbox.guards import GUARDED_FUNCTIONS, PRESENT_BUILTINS, FunctionRefused, Guard
 
 _ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"})
@@ -108,16 +109,8 @@ _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*|/\*.*?(?:\*/|\Z))*", re.DOTALL)
 _KEYWORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _OBJECT_KINDS = frozenset({"TABLE", "INDEX", "VIEW", "TRIGGER"})
 
-# Guards on the built-in functions that SQLite cannot interrupt (see the module docstring).
-# Worst cases measured on a 2-core machine: LIKE/GLOB/trim ~3 ns per step of pattern × text,
-# instr/replace ~0.03 ns per byte of needle × haystack; so each budget is a few tens of ms.
-_MAX_MATCH_STEPS = 10_000_000  # like, glob, trim/ltrim/rtrim(x, chars): len(pattern) × len(text)
-_MAX_SCAN_BYTES = 1_000_000_000  # instr, replace: len(needle) × positions in the haystack
 MAX_KEPT_BYTES = SandboxLimits().max_kept_bytes  # the default (see SandboxLimits.max_kept_bytes)
 _CHUNK_BYTES = 1024 * 1024  # target size of one fetchmany() chunk
-
-TRUNCATION_MARKER = "…"
-
 
 class SandboxError(Exception):
     """A statement was refused or failed; the message is meant for the agent."""
@@ -226,193 +219,6 @@ _WATCHDOG = _Watchdog()
 os.register_at_fork(after_in_child=_WATCHDOG.__init__)
 
 
-class _FunctionRefused(Exception):
-    """Raised inside a guarded SQL function; the sandbox reports the reason it recorded."""
-
-
-# ---- guards for the built-in functions SQLite cannot interrupt -------------------------------------
-
-
-def _length(value: object) -> int:
-    if isinstance(value, str | bytes):
-        return len(value)
-    return 0 if value is None else len(str(value))
-
-
-_INT64_MAX = 2**63 - 1
-_LEADING_INTEGER = re.compile(r"[ \t\n\f\r]*([-+]?)0*([0-9]*)")
-
-
-def _as_int64(value: object) -> int:
-    """sqlite3_value_int64(value): what SQL printf takes for a `*` width or precision."""
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):  # truncated, saturated (infinities included)
-        if value != value:
-            return 0
-        return _INT64_MAX if value >= 2**63 else -_INT64_MAX - 1 if value < -(2**63) else int(value)
-    if isinstance(value, str | bytes):  # the leading integer, saturated (sqlite3Atoi64)
-        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-        match = _LEADING_INTEGER.match(text)
-        assert match is not None  # the pattern matches the empty string
-        number = int(match.group(2) or "0")
-        number = -number if match.group(1) == "-" else number
-        return max(min(number, _INT64_MAX), -_INT64_MAX - 1)
-    return 0
-
-
-def _star_argument(value: object) -> int:
-    """A `*` width or precision as SQLite's printf uses it: cast to a C int, negatives flipped."""
-    n = (_as_int64(value) + 2**31) % 2**32 - 2**31
-    if n >= 0:
-        return n
-    if n >= -(2**31 - 1):
-        return -n
-    return 0  # INT_MIN: width 0, or no precision at all
-
-
-# SQL printf's conversions (any other character ends the formatting); those whose output is at
-# least `precision` characters long (%c repeats its character); those that take no argument.
-_KNOWN_CONVERSIONS = frozenset("dsgzqQwcouxXfeEGinpr%")
-_PRECISION_IS_MINIMUM = frozenset("cdiuxXoprfeE")
-_NO_ARGUMENT = frozenset("%n")
-_DIGITS = frozenset("0123456789")
-
-
-def _printf_minimum_length(args: Sequence[object]) -> int:
-    """A lower bound of the length of printf(args...), following SQLite's own format parser."""
-    if not args or args[0] is None:
-        return 0
-    fmt = args[0].decode("utf-8", "replace") if isinstance(args[0], bytes) else str(args[0])
-    values = iter(args[1:])
-    total = 0
-    i, n = 0, len(fmt)
-    while i < n:
-        if fmt[i] != "%":
-            i += 1
-            continue
-        i += 1
-        width, precision = 0, 0
-        while i < n:  # flags, width and precision, in the order SQLite's loop accepts them
-            c = fmt[i]
-            if c in "-+ #!0,":
-                i += 1
-            elif c in _DIGITS:
-                j = i
-                while j < n and fmt[j] in _DIGITS:
-                    j += 1
-                width = int(fmt[i:j]) % 2**32 & 0x7FFFFFFF
-                i = j
-                if i >= n or fmt[i] not in ".l":
-                    break
-            elif c == "*":
-                width = _star_argument(next(values, 0))
-                i += 1
-                if i >= n or fmt[i] not in ".l":
-                    break
-            elif c == ".":
-                i += 1
-                if i < n and fmt[i] == "*":
-                    precision = _star_argument(next(values, 0))
-                    i += 1
-                else:
-                    j = i
-                    while j < n and fmt[j] in _DIGITS:
-                        j += 1
-                    precision = int(fmt[i:j] or "0") % 2**32 & 0x7FFFFFFF
-                    i = j
-                if i >= n or fmt[i] != "l":
-                    break
-            elif c == "l":
-                i += 2 if fmt[i + 1 : i + 2] == "l" else 1
-                break
-            else:
-                break
-        if i >= n or fmt[i] not in _KNOWN_CONVERSIONS:
-            break  # SQLite stops formatting at an unknown conversion
-        conversion = fmt[i]
-        i += 1
-        if conversion not in _NO_ARGUMENT:
-            next(values, None)
-        if conversion != "n":  # %n writes nothing
-            total += max(width, precision if conversion in _PRECISION_IS_MINIMUM else 0, 1)
-    return total
-
-
-def _printf_guard(limits: SandboxLimits, args: Sequence[object]) -> str | None:
-    if _printf_minimum_length(args) > limits.max_string_bytes:
-        return (
-            f"its result would exceed the limit of {limits.max_string_bytes} bytes "
-            "(width or precision too large)"
-        )
-    return None
-
-
-def _contains(value: object, char: str) -> bool:
-    if isinstance(value, str):
-        return char in value
-    return isinstance(value, bytes) and char.encode() in value
-
-
-def _match_guard(limits: SandboxLimits, args: Sequence[object], wildcard: str) -> str | None:
-    pattern, text = args[0], args[1]
-    if not _contains(pattern, wildcard):
-        return None  # without a wildcard, matching is linear
-    if _length(pattern) * _length(text) > _MAX_MATCH_STEPS:
-        return (
-            f"a pattern with wildcards of {_length(pattern)} characters against a text of "
-            f"{_length(text)} characters would take too long"
-        )
-    return None
-
-
-def _scan_guard(limits: SandboxLimits, args: Sequence[object]) -> str | None:
-    haystack, needle = _length(args[0]), _length(args[1])
-    work = needle * max(haystack - needle + 1, 0)
-    if work > _MAX_SCAN_BYTES:
-        return f"searching a text of {haystack} characters for one of {needle} would take too long"
-    return None
-
-
-def _trim_guard(limits: SandboxLimits, args: Sequence[object]) -> str | None:
-    text, chars = _length(args[0]), _length(args[1])
-    if text * chars > _MAX_MATCH_STEPS:
-        return f"trimming a text of {text} characters with a set of {chars} characters would take too long"
-    return None
-
-
-_Guard = Callable[[SandboxLimits, Sequence[object]], "str | None"]
-# (function name, number of arguments (-1: any), guard)
-_GUARDED_FUNCTIONS: tuple[tuple[str, int, _Guard], ...] = (
-    ("printf", -1, _printf_guard),
-    ("format", -1, _printf_guard),
-    ("like", 2, lambda limits, args: _match_guard(limits, args, "%")),
-    ("like", 3, lambda limits, args: _match_guard(limits, args, "%")),
-    ("glob", 2, lambda limits, args: _match_guard(limits, args, "*")),
-    ("instr", 2, _scan_guard),
-    ("replace", 3, _scan_guard),
-    ("trim", 2, _trim_guard),
-    ("ltrim", 2, _trim_guard),
-    ("rtrim", 2, _trim_guard),
-)
-
-
-def _builtin_functions_present() -> frozenset[str]:
-    probe = sqlite3.connect(":memory:")
-    try:
-        present = set()
-        for name, nargs, _ in _GUARDED_FUNCTIONS:
-            try:
-                probe.execute(f"SELECT {name}({', '.join(['1'] * max(nargs, 1))})")
-                present.add(name)
-            except sqlite3.Error:
-                pass  # e.g. format() before SQLite 3.38: not overridden, so not added either
-        return frozenset(present)
-    finally:
-        probe.close()
-
-
-_PRESENT_BUILTINS = _builtin_functions_present()
 
 
 class SQLSandbox:
@@ -435,8 +241,8 @@ class SQLSandbox:
         self._apply_limits(self._conn)
         self._conn.set_authorizer(self._authorize)
         self._conn.set_progress_handler(self._on_progress, self.limits.progress_interval_ops)
-        for name, nargs, guard in _GUARDED_FUNCTIONS:
-            if name in _PRESENT_BUILTINS:
+        for name, nargs, guard in GUARDED_FUNCTIONS:
+            if name in PRESENT_BUILTINS:
                 self._conn.create_function(name, nargs, self._guarded(name, nargs, guard), deterministic=True)
 
     def _apply_limits(self, c: sqlite3.Connection) -> None:
@@ -505,7 +311,7 @@ class SQLSandbox:
         with contextlib.suppress(sqlite3.ProgrammingError):  # closed meanwhile
             self._conn.interrupt()
 
-    def _guarded(self, name: str, nargs: int, guard: _Guard) -> Callable[..., object]:
+    def _guarded(self, name: str, nargs: int, guard: Guard) -> Callable[..., object]:
         fixed_sql = None if nargs < 0 else f"SELECT {name}({', '.join('?' * nargs)})"
         limits = self.limits
 
@@ -513,15 +319,15 @@ class SQLSandbox:
             try:
                 if time.perf_counter() > self._deadline:
                     self._timed_out = True
-                    raise _FunctionRefused
+                    raise FunctionRefused
                 reason = guard(limits, args)
                 if reason is not None:
                     self._function_error = f"not allowed: {name}(): {reason}"
-                    raise _FunctionRefused
+                    raise FunctionRefused
                 cursor = self._builtins_cursor or self._open_builtins()
                 cursor.execute(fixed_sql or f"SELECT {name}({', '.join('?' * len(args))})", args)
                 return cursor.fetchone()[0]
-            except _FunctionRefused:
+            except FunctionRefused:
                 raise
             except sqlite3.Error as exc:
                 self._function_error = self._explain_message(exc)
@@ -652,101 +458,3 @@ def _cells_bytes(rows: Sequence[tuple[object, ...]]) -> int:
     """Approximate bytes held by rows: text and blob lengths, 8 per other cell."""
     sized = [len(v) for v in chain.from_iterable(rows) if v.__class__ is str or v.__class__ is bytes]
     return sum(sized) + 8 * (len(rows) * len(rows[0]) - len(sized))
-
-
-def render_cell(value: object, max_chars: int) -> str:
-    """One cell as the agent sees it: NULL for None, floats compact, long text cut with a marker."""
-    if value is None:
-        text = "NULL"
-    elif isinstance(value, float):
-        text = repr(value)
-    elif isinstance(value, bytes):
-        text = f"<blob {len(value)} bytes>"
-    else:
-        text = str(value)
-    text = text.replace("\n", " ").replace("|", "/")
-    if len(text) > max_chars:
-        text = text[: max_chars - 1] + TRUNCATION_MARKER
-    return text
-
-
-def render_table(
-    columns: tuple[str, ...],
-    rows: tuple[tuple[object, ...], ...],
-    limits: SandboxLimits,
-    *,
-    total_text: str | None = None,
-    max_rows: int | None = None,
-) -> str:
-    """Rows as compact pipe-separated text, capped in rows, per cell and in total."""
-    max_rows = limits.max_rows_shown if max_rows is None else max_rows
-    shown = rows[:max_rows]
-    width = limits.max_cell_chars
-    lines = [" | ".join([render_cell(c, width) for c in columns])]
-    # Fast path for the common cells (ints, short plain text); render_cell for everything else.
-    lines.extend(
-        " | ".join(
-            [
-                str(v)
-                if v.__class__ is int
-                else v
-                if v.__class__ is str and len(v) <= width and "\n" not in v and "|" not in v
-                else render_cell(v, width)
-                for v in row
-            ]
-        )
-        for row in shown
-    )
-    total = total_text if total_text is not None else str(len(rows))
-    if len(shown) < len(rows) or (total_text is not None and total_text != str(len(shown))):
-        lines.append(f"({len(shown)} of {total} rows shown)")
-    else:
-        lines.append(f"({total} row{'s' if total != '1' else ''})")
-    text = "\n".join(lines)
-    if len(text) > limits.max_result_chars:
-        cut = text[: limits.max_result_chars].rsplit("\n", 1)[0]
-        text = f"{cut}\n{TRUNCATION_MARKER} [output truncated at {limits.max_result_chars} characters]"
-    return text
-
-
-def render_result(result: QueryResult, limits: SandboxLimits) -> str:
-    """A QueryResult as the text of an observation."""
-    return render_table(result.columns, result.rows, limits, total_text=result.row_count_text)
-
-
-class SandboxPool:
-    """Sandboxes shared by every environment of a process: one database's connections are
-    reused across episodes and sessions instead of each session opening its own (a connection
-    costs ~100 KB and its statement cache warms up once). A sandbox is leased to one caller at a
-    time; at most `max_idle_per_database` idle ones are kept per database and limits."""
-
-    def __init__(self, max_idle_per_database: int = 4) -> None:
-        self.max_idle_per_database = max_idle_per_database
-        self._idle: dict[tuple[Path, SandboxLimits], list[SQLSandbox]] = {}
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def lease(self, db_path: Path, limits: SandboxLimits) -> Iterator[SQLSandbox]:
-        key = (db_path, limits)
-        with self._lock:
-            idle = self._idle.get(key)
-            sandbox = idle.pop() if idle else None
-        if sandbox is None:
-            sandbox = SQLSandbox(db_path, limits)
-        try:
-            yield sandbox
-        finally:
-            with self._lock:
-                idle = self._idle.setdefault(key, [])
-                if len(idle) < self.max_idle_per_database:
-                    idle.append(sandbox)
-                    sandbox = None
-            if sandbox is not None:
-                sandbox.close()
-
-    def idle_count(self) -> int:
-        with self._lock:
-            return sum(len(v) for v in self._idle.values())
-
-
-SHARED_SANDBOXES = SandboxPool()

@@ -1,67 +1,24 @@
-"""The `sqlenv` command (typer + rich): `eval`, `compare`, `patterns`, `data info`, `data download`, `serve`, `play`,
-`train sft`, `train grpo`.
-
-Heavy modules (OpenEnv pulls in its web server stack) are imported inside the commands, so
-`sqlenv --help` and `sqlenv data ...` start fast.
-"""
+"""`sqlenv eval`, `sqlenv compare` and `sqlenv patterns`: play policies and show or write what
+they did. The playing itself is `sqlenv.evaluation`; this module parses options, shows progress
+and tables, and writes reports."""
 
 from __future__ import annotations
 
-import functools
 import json
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from sqlenv.cli.common import DatasetOption, SpiderDirOption, Split, app, console, fail, load_or_fail
+from sqlenv.extras import missing_extra_message
+
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from sqlenv.data import Dataset
+    from sqlenv.agents.registry import PolicySettings
     from sqlenv.evaluation import EvaluationResult
-    from sqlenv.policies import Policy
-    from sqlenv.reports import ReportFiles
-
-app = typer.Typer(
-    help="sqlenv: answer questions about SQLite databases by exploring them.", no_args_is_help=True
-)
-data_app = typer.Typer(help="Datasets: inspect and download.", no_args_is_help=True)
-app.add_typer(data_app, name="data")
-train_app = typer.Typer(help="Training with TRL: SFT warm-up, then GRPO.", no_args_is_help=True)
-app.add_typer(train_app, name="train")
-console = Console()
-
-SpiderDirOption = Annotated[
-    Path | None,
-    typer.Option("--spider-dir", help="Spider directory (else $SQLENV_SPIDER_DIR)", show_default=False),
-]
-DatasetOption = Annotated[
-    str,
-    typer.Option("--dataset", help="demo, spider10, spider, or a folder of .sqlite files + questions.json"),
-]
-
-
-class Split(StrEnum):
-    train = "train"
-    eval = "eval"
-
-
-def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(2)
-
-
-def _load(dataset: str, spider_dir: Path | None):
-    from sqlenv.data import DataError, load_dataset
-
-    try:
-        with console.status(f"loading dataset {dataset} (first use computes gold answers)…"):
-            return load_dataset(dataset, spider_dir)
-    except DataError as exc:
-        _fail(str(exc))
+    from sqlenv.evaluation.reports import ReportFiles
 
 
 class BackendChoice(StrEnum):
@@ -128,35 +85,31 @@ UrlOption = Annotated[
 ]
 
 
-def _configure_language_models(
+def _policy_settings(
     device: str | None, max_new_tokens: int | None, solved_examples: int | None = None
-) -> None:
-    """Check `--device`, `--max-new-tokens` and `--solved-examples` and hand them to the LLM
-    policies through $SQLENV_DEVICE, $SQLENV_MAX_NEW_TOKENS and $SQLENV_SOLVED_EXAMPLES (which the
-    workers of a local Ray cluster, started after this, inherit; a remote cluster's workers do not)."""
-    import os
-
-    from sqlenv.llm_policy import DEVICE_ENV, MAX_NEW_TOKENS_ENV, resolve_device
-    from sqlenv.solved_examples import SOLVED_EXAMPLES_ENV
+) -> PolicySettings:
+    """`--device`, `--max-new-tokens` and `--solved-examples` as the settings every language-model
+    policy of the run is built with (a bad device ends the command before anything plays)."""
+    from sqlenv.agents.registry import PolicySettings
 
     if device is not None:
         try:
+            from sqlenv.agents.devices import resolve_device
+
             resolve_device(device)
+        except ImportError:
+            fail(missing_extra_message("llm", "--device"))
         except ValueError as exc:
-            _fail(str(exc))
-        os.environ[DEVICE_ENV] = device
-    if max_new_tokens is not None:
-        os.environ[MAX_NEW_TOKENS_ENV] = str(max_new_tokens)
-    if solved_examples is not None:
-        os.environ[SOLVED_EXAMPLES_ENV] = str(solved_examples)
+            fail(str(exc))
+    return PolicySettings(device=device, max_new_tokens=max_new_tokens, solved_examples=solved_examples)
 
 
 def _policy_names(text: str) -> list[str]:
     names = [p.strip() for p in text.split(",") if p.strip()]
     if not names:
-        _fail("no policy given")
+        fail("no policy given")
     if len(set(names)) != len(names):
-        _fail(f"a policy is named twice in {text!r}")
+        fail(f"a policy is named twice in {text!r}")
     return names
 
 
@@ -173,34 +126,36 @@ def _run_policies(
     ray_address: str | None,
     journal: Path | None = None,
     play: bool = True,
+    settings: PolicySettings | None = None,
 ) -> list[EvaluationResult]:
     """Evaluate each named policy on the same questions with the same seeds (one progress bar each)."""
     from contextlib import nullcontext
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from sqlenv.agents.registry import make_policy
     from sqlenv.evaluation import (
         LocalEnvironmentFactory,
         RaySession,
         RemoteEnvironmentFactory,
         evaluate,
         resolve_backend,
+        worker_policy_factory,
     )
-    from sqlenv.policies import make_policy
-    from sqlenv.reports import slug
+    from sqlenv.evaluation.reports import slug
 
     try:
         chosen = resolve_backend(parallel, backend.value if backend else None)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if ray_address is not None and chosen != "ray":
-        _fail("--ray-address needs --backend ray")
+        fail("--ray-address needs --backend ray")
     if chosen == "ray":
         import importlib.util
 
         if importlib.util.find_spec("ray") is None:
-            _fail("--backend ray needs Ray: pip install 'sqlenv[eval]'")
-    data = _load(dataset, spider_dir)
+            fail("--backend ray needs Ray: pip install 'sqlenv[eval]'")
+    data = load_or_fail(dataset, spider_dir)
     try:
         if url is None:
             env_factory = LocalEnvironmentFactory(data, split.value)
@@ -208,16 +163,16 @@ def _run_policies(
             env_factory = RemoteEnvironmentFactory(url, data, split.value)
         env = env_factory()
     except KeyError as exc:
-        _fail(str(exc.args[0]))
+        fail(str(exc.args[0]))
     except (OSError, ConnectionError) as exc:
-        _fail(f"cannot connect to {url}: {exc}")
+        fail(f"cannot connect to {url}: {exc}")
     policies = {}
     for name in names:
         try:
-            policies[name] = make_policy(name, data, seed)
+            policies[name] = make_policy(name, data, seed, settings)
         except ValueError as exc:
             env.close()
-            _fail(str(exc))
+            fail(str(exc))
     total = episodes if episodes is not None else len(env.questions)
     results: list[EvaluationResult] = []
     try:
@@ -245,37 +200,21 @@ def _run_policies(
                             on_episode=lambda _e, t=task: progress.advance(t),
                             parallel=parallel,
                             backend=chosen,
-                            policy_factory=_worker_policies(pol, name, data, seed, chosen, parallel),
+                            policy_factory=worker_policy_factory(pol, name, data, seed, chosen, parallel, settings),
                             env_factory=env_factory,
                             ray_address=ray_address,
                             journal=journal / f"{slug(name)}.jsonl" if journal is not None else None,
                             play=play,
                         )
                     except ValueError as exc:  # a journal of another run
-                        _fail(str(exc))
+                        fail(str(exc))
                 result.policy = name
                 results.append(result)
     except ConnectionError as exc:
-        _fail(f"lost the connection to {url}: {exc}")
+        fail(f"lost the connection to {url}: {exc}")
     finally:
         env.close()
     return results
-
-
-def _worker_policies(
-    policy: Policy, name: str, data: Dataset, seed: int, backend: str, parallel: int
-) -> Callable[[], Policy]:
-    """How parallel workers get their own policy: Ray workers build one by name (picklable);
-    threads clone the main one when it can (an LLM policy's clones then share its weights and
-    decode in batches of up to `parallel`), else build one by name."""
-    from sqlenv.policies import PolicyFactory
-
-    clone = getattr(policy, "clone", None)
-    if backend == "threads" and callable(clone):
-        if hasattr(policy, "max_batch"):  # an LLM policy: every waiting thread's reply in one batch
-            return functools.partial(clone, max_batch=parallel)
-        return clone
-    return PolicyFactory(name, data, seed)
 
 
 def _results_table(title: str, results: list[EvaluationResult], *, compare: bool = False) -> Table:
@@ -367,8 +306,8 @@ def eval_command(
     """Evaluate policies on a dataset split and print a table of results."""
     names = _policy_names(policy)
     if journal_only and journal is None:
-        _fail("--journal-only reports a journal's episodes: give --journal")
-    _configure_language_models(device, max_new_tokens, solved_examples)
+        fail("--journal-only reports a journal's episodes: give --journal")
+    settings = _policy_settings(device, max_new_tokens, solved_examples)
     results = _run_policies(
         names,
         dataset,
@@ -382,6 +321,7 @@ def eval_command(
         ray_address,
         journal,
         play=not journal_only,
+        settings=settings,
     )
     console.print(
         _results_table(
@@ -401,7 +341,7 @@ def eval_command(
         json_path.write_text(json.dumps(payload, indent=2, default=list))
         console.print(f"results written to {json_path}")
     if report is not None:
-        from sqlenv.reports import slug, write_report
+        from sqlenv.evaluation.reports import slug, write_report
 
         for r in results:
             _print_written(write_report(r, report if len(results) == 1 else report / slug(r.policy)))
@@ -434,11 +374,12 @@ def compare_command(
 ) -> None:
     """Play several policies on the same questions with the same seeds and compare them."""
     names = _policy_names(policies)
-    _configure_language_models(device, max_new_tokens, solved_examples)
+    settings = _policy_settings(device, max_new_tokens, solved_examples)
     if reports and out is None:
-        _fail("--reports needs --out DIR")
+        fail("--reports needs --out DIR")
     results = _run_policies(
-        names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address, journal
+        names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address, journal,
+        settings=settings,
     )
     console.print(
         _results_table(
@@ -449,7 +390,7 @@ def compare_command(
         )
     )
     if out is not None:
-        from sqlenv.reports import slug, write_comparison, write_report
+        from sqlenv.evaluation.reports import slug, write_comparison, write_report
 
         _print_written(write_comparison(results, out))
         if reports:
@@ -475,18 +416,18 @@ def patterns_command(
     """How saved evaluations' episodes ended, the actions they used, their failure patterns and what
     followed their first failed query, side by side; and, paired with the first, which questions
     each one solved."""
-    from sqlenv.episode_patterns import ACTION_KINDS, paired_successes, pattern_summary
-    from sqlenv.reports import read_results
+    from sqlenv.evaluation.patterns import ACTION_KINDS, paired_successes, pattern_summary
+    from sqlenv.evaluation.reports import read_results
 
     try:
         runs = [read_results(path) for path in results]
     except ValueError as error:
-        _fail(str(error))
+        fail(str(error))
     episode_lists = [run.episodes for run in runs]
     if shared:
         common = set.intersection(*({e.question_id for e in episodes} for episodes in episode_lists))
         if not common:
-            _fail("--shared: the reports have no question in common")
+            fail("--shared: the reports have no question in common")
         episode_lists = [[e for e in episodes if e.question_id in common] for episodes in episode_lists]
     summaries = [pattern_summary(episodes) for episodes in episode_lists]
     labels = [run.path.parent.name if run.path.name == "results.json" else run.path.name for run in runs]
@@ -539,195 +480,3 @@ def patterns_command(
 def _difficulty_columns(results: list[EvaluationResult]) -> list[str]:
     seen = {d for r in results for d in r.by_difficulty}
     return [d for d in ("easy", "medium", "hard", "extra") if d in seen]
-
-
-@data_app.command("info")
-def data_info(
-    dataset: DatasetOption = "demo",
-    spider_dir: SpiderDirOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
-) -> None:
-    """Databases, questions per split, per difficulty, per answer type, empty-gold count."""
-    summary = _load(dataset, spider_dir).summary()
-    if as_json:
-        print(json.dumps(summary, indent=2))
-        return
-    console.print(
-        f"[bold]{summary['name']}[/]: {summary['databases']} databases, {summary['questions']} questions"
-    )
-    table = Table()
-    table.add_column("split")
-    table.add_column("questions", justify="right")
-    table.add_column("by difficulty")
-    table.add_column("by answer type")
-    table.add_column("empty gold", justify="right")
-    for split, n in summary["splits"].items():
-        table.add_row(
-            split,
-            str(n),
-            ", ".join(f"{k} {v}" for k, v in summary["by_difficulty"][split].items()),
-            ", ".join(f"{k} {v}" for k, v in summary["by_answer_type"][split].items()),
-            str(summary["empty_gold"][split]),
-        )
-    console.print(table)
-    if summary["dropped"]:
-        console.print("left out: " + ", ".join(f"{k}: {v}" for k, v in summary["dropped"].items()))
-
-
-@data_app.command("download")
-def data_download(
-    name: Annotated[str, typer.Argument(help="dataset to fetch (spider)")],
-    dest: Annotated[Path, typer.Option(help="directory to install it into (must not exist or be empty)")],
-    url: Annotated[str | None, typer.Option(help="download from this URL instead (a mirror)")] = None,
-    sha256: Annotated[str | None, typer.Option(help="expected SHA-256 of the archive")] = None,
-    overwrite: Annotated[bool, typer.Option(help="replace an existing non-empty --dest")] = False,
-) -> None:
-    """Fetch a dataset archive over HTTPS, verify its checksum and install it atomically."""
-    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
-
-    from sqlenv.data.download import DownloadError, download_dataset
-
-    with Progress(
-        *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), console=console
-    ) as bar:
-        task = bar.add_task(f"downloading {name}", total=None)
-
-        def report(done: int, total: int | None) -> None:
-            bar.update(task, completed=done, total=total)
-
-        try:
-            path = download_dataset(name, dest, url=url, sha256=sha256, progress=report, overwrite=overwrite)
-        except DownloadError as exc:
-            _fail(str(exc))
-    console.print(f"installed {name} at {path}; use it with --spider-dir {path}")
-
-
-@app.command()
-def serve(
-    dataset: DatasetOption = "demo",
-    split: Annotated[Split, typer.Option(help="which split to serve")] = Split.train,
-    spider_dir: SpiderDirOption = None,
-    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
-    max_sessions: Annotated[
-        int | None,
-        typer.Option(help="concurrent WebSocket sessions per worker (default 64, or $SQLENV_MAX_SESSIONS)"),
-    ] = None,
-    workers: Annotated[int, typer.Option(help="uvicorn worker processes, each with its own sessions")] = 1,
-) -> None:
-    """Serve the environment over OpenEnv's protocol (WebSocket /ws) with a web page at /web."""
-    import os
-
-    import uvicorn
-
-    from sqlenv.server import MAX_SESSIONS_ENV, create_sqlenv_app
-
-    _load(dataset, spider_dir)  # fail early, and build the cache once for all workers
-    if max_sessions is not None:
-        os.environ[MAX_SESSIONS_ENV] = str(max_sessions)
-    console.print(
-        f"sqlenv serving {dataset}/{split.value} on http://{host}:{port} — play at http://{host}:{port}/web"
-    )
-    if workers > 1:
-        os.environ.update({"SQLENV_DATASET": dataset, "SQLENV_SPLIT": split.value})
-        if spider_dir is not None:
-            os.environ["SQLENV_SPIDER_DIR"] = str(spider_dir)
-        uvicorn.run(
-            "sqlenv.server:app_from_environment",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            log_level="warning",
-        )
-        return
-    try:
-        application = create_sqlenv_app(dataset, split.value, spider_dir, max_sessions)
-    except KeyError as exc:
-        _fail(str(exc.args[0]))
-    uvicorn.run(application, host=host, port=port, log_level="warning")
-
-
-@app.command()
-def play(
-    dataset: DatasetOption = "demo",
-    split: Annotated[Split, typer.Option(help="which split to draw questions from")] = Split.train,
-    spider_dir: SpiderDirOption = None,
-    question_id: Annotated[
-        str | None, typer.Option(help="play this question (default: a random one)")
-    ] = None,
-    seed: Annotated[int | None, typer.Option(help="seed for the random question")] = None,
-    url: Annotated[
-        str | None, typer.Option(help="play against a running server instead of in-process")
-    ] = None,
-) -> None:
-    """Play episodes in the terminal: type `describe T`, `sample T`, `query SQL`, `answer X`."""
-    from sqlenv.play import play_in_terminal
-
-    data = _load(dataset, spider_dir)
-    play_in_terminal(console, data, split.value, question_id=question_id, seed=seed, url=url)
-
-
-ConfigOption = Annotated[
-    Path, typer.Option("--config", help="training config (YAML), e.g. configs/cpu-smollm2.yaml")
-]
-ResumeOption = Annotated[
-    bool, typer.Option("--resume", help="continue from the last checkpoint in the run directory")
-]
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option("--set", help="override a config value: --set grpo.max_steps=5 (YAML value syntax)"),
-]
-
-
-def _train_config(config: Path, spider_dir: Path | None, overrides: list[str] | None):
-    import yaml
-
-    from sqlenv.training.config import load_config
-
-    values: dict[str, object] = {}
-    for item in overrides or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            _fail(f"--set needs KEY=VALUE, got {item!r}")
-        values[key.strip()] = yaml.safe_load(raw)
-    if spider_dir is not None:
-        values["spider_dir"] = str(spider_dir)
-    try:
-        return load_config(config, values)
-    except (ValueError, FileNotFoundError) as exc:
-        _fail(str(exc))
-
-
-@train_app.command("sft")
-def train_sft(
-    config: ConfigOption,
-    spider_dir: SpiderDirOption = None,
-    resume: ResumeOption = False,
-    set_values: SetOption = None,
-) -> None:
-    """SFT warm-up on oracle trajectories (TRL SFTTrainer); saves <output_dir>/sft/final."""
-    from sqlenv.training.sft import run_sft
-
-    settings = _train_config(config, spider_dir, set_values)
-    final = run_sft(settings, resume=resume, console=console)
-    console.print(f"SFT model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
-
-
-@train_app.command("grpo")
-def train_grpo(
-    config: ConfigOption,
-    spider_dir: SpiderDirOption = None,
-    resume: ResumeOption = False,
-    set_values: SetOption = None,
-) -> None:
-    """GRPO through environment_factory, from the SFT model when the config enables SFT."""
-    from sqlenv.training.grpo import run_grpo
-
-    settings = _train_config(config, spider_dir, set_values)
-    final = run_grpo(settings, resume=resume, console=console)
-    console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
-
-
-if __name__ == "__main__":
-    app()

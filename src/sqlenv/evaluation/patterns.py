@@ -8,7 +8,7 @@ was no valid action at all, and the one way out of a failed query: a later query
 episode did right after its first failed query (the same query again, the same query restyled, a
 changed query, a look at a table, an answer) says whether a policy tries to fix its errors.
 Everything here is computed from `EpisodeRecord`s alone, so it applies to a saved `results.json` as
-well as to a fresh evaluation; the report (`sqlenv.reports`) renders it in `summary.md` and stores
+well as to a fresh evaluation; the report (`sqlenv.evaluation.reports`) renders it in `summary.md` and stores
 it in `results.json`. For two runs, `paired_successes` says which questions each one solved."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlenv.evaluation import EpisodeRecord, StepRecord
-from sqlenv.rewards import repeat_text
+from sqlenv.env.rewards import repeat_text
+from sqlenv.evaluation.records import EpisodeRecord, StepRecord
 
 EXPLORATION_KINDS: tuple[str, ...] = ("DESCRIBE", "SAMPLE", "QUERY")
 ACTION_KINDS: tuple[str, ...] = (*EXPLORATION_KINDS, "ANSWER")

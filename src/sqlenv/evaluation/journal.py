@@ -7,9 +7,9 @@ question i of the run's plan with a seed derived from (seed, i), so the continue
 are the ones an uninterrupted run would have played.
 
 The first line is a header naming the run (policy, dataset, split, seed, a digest of the episode
-plan, for a local model the fingerprint of its weights, `sqlenv.model_identity`, and for a
+plan, for a local model the fingerprint of its weights, `sqlenv.agents.model_identity`, and for a
 language model its per-reply token limit and how the solved examples in its prompt are ranked,
-`sqlenv.solved_examples`); a journal from a different run is refused rather than mixed in: a model
+`sqlenv.agents.solved_examples`); a journal from a different run is refused rather than mixed in: a model
 retrained into the same folder, given room for longer replies or shown other examples is another
 run. A last line cut short by a crash is ignored (that episode is played again).
 
@@ -36,7 +36,7 @@ try:
 except ImportError:  # Windows: no advisory locks, and no guard against a second writer
     fcntl = None  # type: ignore[assignment]
 
-from sqlenv.evaluation import EpisodeRecord, Job
+from sqlenv.evaluation.records import EpisodeRecord, Job
 
 JOURNAL_FORMAT = "sqlenv-episode-journal/1"
 # Journals written before the header recorded `max_new_tokens` came from chat policies that all

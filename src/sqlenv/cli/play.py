@@ -1,14 +1,18 @@
-"""Terminal play (`sqlenv play`): a person types actions and sees results, rewards and budget,
+"""`sqlenv play`, terminal play: a person types actions and sees results, rewards and budget,
 rendered with rich. Runs in-process, or against a server with --url."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from sqlenv.cli.common import DatasetOption, SpiderDirOption, Split, app, console, load_or_fail
 from sqlenv.data import Dataset
-from sqlenv.models import ACTION_TYPES, SQLAction, SQLObservation
+from sqlenv.env.models import ACTION_TYPES, SQLAction, SQLObservation
 
 HELP = (
     "Actions: [bold]describe[/] TABLE · [bold]sample[/] TABLE · [bold]query[/] SQL · [bold]answer[/] VALUE\n"
@@ -55,11 +59,11 @@ def play_in_terminal(
     url: str | None = None,
 ) -> None:
     if url is None:
-        from sqlenv.environment import SQLEnvironment
+        from sqlenv.env.environment import SQLEnvironment
 
         env = SQLEnvironment(dataset=dataset, split=split)
     else:
-        from sqlenv.client import RemoteSQLEnvironment
+        from sqlenv.server.client import RemoteSQLEnvironment
 
         env = RemoteSQLEnvironment(url, dataset, split)
     try:
@@ -125,3 +129,21 @@ def _play_episode(console: Console, env, observation: SQLObservation) -> bool:
                     return True
                 if again in ("quit", "q", "exit"):
                     return False
+
+
+@app.command()
+def play(
+    dataset: DatasetOption = "demo",
+    split: Annotated[Split, typer.Option(help="which split to draw questions from")] = Split.train,
+    spider_dir: SpiderDirOption = None,
+    question_id: Annotated[
+        str | None, typer.Option(help="play this question (default: a random one)")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="seed for the random question")] = None,
+    url: Annotated[
+        str | None, typer.Option(help="play against a running server instead of in-process")
+    ] = None,
+) -> None:
+    """Play episodes in the terminal: type `describe T`, `sample T`, `query SQL`, `answer X`."""
+    data = load_or_fail(dataset, spider_dir)
+    play_in_terminal(console, data, split.value, question_id=question_id, seed=seed, url=url)

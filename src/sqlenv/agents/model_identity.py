@@ -2,7 +2,7 @@
 
 A local model is named by its path, and a path is not an identity: training again into the same
 output folder (`runs/x/grpo/final`) gives new weights under the same name. An episode journal
-(`sqlenv.journal`) records the fingerprint, so a run with other weights is refused instead of
+(`sqlenv.evaluation.journal`) records the fingerprint, so a run with other weights is refused instead of
 continuing the old model's episodes. Presets and hub ids return None: their name stands for
 fixed weights.
 """

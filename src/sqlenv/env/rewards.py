@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sqlenv.config import RewardConfig
 from sqlenv.data.records import Cell
-from sqlenv.verifier import rows_equal_unordered
+from sqlenv.env.verifier import rows_equal_unordered
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,11 @@ def _same_rows(rows: Sequence[Sequence[Cell]], gold: GoldProfile, float_toleranc
     return rows_equal_unordered(rows, gold.rows, float_tolerance)
 
 
-def result_similarity(rows: Sequence[Sequence[Cell]], gold: GoldProfile, float_tolerance: float) -> float:
+def result_similarity(
+    rows: Sequence[Sequence[Cell]], gold: GoldProfile, float_tolerance: float, cfg: RewardConfig | None = None
+) -> float:
     """Raw similarity in [0, 1] of a query result to the gold rows; 1.0 only for the gold result."""
+    cfg = cfg or RewardConfig()
     if _same_rows(rows, gold, float_tolerance):
         return 1.0
     n, g = len(rows), len(gold.rows)
@@ -116,21 +119,25 @@ def result_similarity(rows: Sequence[Sequence[Cell]], gold: GoldProfile, float_t
     common = len(values & gold.values)
     overlap = 2 * common / (len(values) + len(gold.values)) if common else 0.0
     if gold.scalar_number is None:
-        return 0.3 * cardinality + 0.7 * overlap
+        return cfg.cardinality_weight * cardinality + cfg.overlap_weight * overlap
     closeness = 0.0
     scale = max(abs(gold.scalar_number), 1e-9)
-    for row in rows[:50]:
+    for row in rows[: cfg.closeness_rows]:
         for cell in row:
             if isinstance(cell, int | float) and not isinstance(cell, bool):
                 closeness = max(closeness, 1.0 - min(1.0, abs(float(cell) - gold.scalar_number) / scale))
-    return 0.2 * cardinality + 0.3 * overlap + 0.5 * closeness
+    return (
+        cfg.scalar_cardinality_weight * cardinality
+        + cfg.scalar_overlap_weight * overlap
+        + cfg.scalar_closeness_weight * closeness
+    )
 
 
 def progress_potential(
     rows: Sequence[Sequence[Cell]], gold: GoldProfile, cfg: RewardConfig, float_tolerance: float
 ) -> float:
     """phi: the similarity floored to a multiple of 1/bins; only the gold result reaches 1.0."""
-    raw = result_similarity(rows, gold, float_tolerance)
+    raw = result_similarity(rows, gold, float_tolerance, cfg)
     if raw >= 1.0:
         return 1.0
     top = (cfg.progress_bins - 1) / cfg.progress_bins

@@ -20,7 +20,7 @@ too, the first example is such a twin for 260 when each is left out in turn (the
 train twin, the first example is one for 100 and one of the first three for 121 (the questions
 alone: 94 and 114; runs 11-14 of docs/results.md were trained and evaluated with those).
 `EXAMPLES_RANKING` names the ranking; an episode journal records it, so that a run started with
-one ranking is never continued with another (`sqlenv.journal`).
+one ranking is never continued with another (`sqlenv.evaluation.journal`).
 
 The database is found from the observation's table list (`schema_info`), which is all a policy sees;
 databases with the same table list share their examples. An episode on a database without train
@@ -36,7 +36,6 @@ directory records the count it was trained with (`PROMPT_SETTINGS_FILE`). `sqlen
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,25 +45,20 @@ if TYPE_CHECKING:
 
     from sqlenv.data import Dataset
     from sqlenv.data.records import QuestionRecord
-    from sqlenv.models import SQLObservation
+    from sqlenv.env.models import SQLObservation
 
 __all__ = [
     "EXAMPLES_RANKING",
     "PROMPT_SETTINGS_FILE",
-    "SOLVED_EXAMPLES_ENV",
     "SolvedExamples",
     "check_solved_examples_count",
     "examples_text",
     "read_prompt_settings",
-    "solved_examples_override",
     "write_prompt_settings",
 ]
 
 # Written next to a trained model's weights: the prompt settings it was trained with.
 PROMPT_SETTINGS_FILE = "sqlenv_prompt.json"
-# Set by `sqlenv eval/compare --solved-examples N`: the count every chat policy shows, whatever a
-# model was trained with.
-SOLVED_EXAMPLES_ENV = "SQLENV_SOLVED_EXAMPLES"
 
 # Function words only: "how many", "each", "all" and "not" change the query and stay.
 _STOP_WORDS = [
@@ -84,16 +78,6 @@ def check_solved_examples_count(count: object, where: str = "") -> int:
         prefix = f"{where}: " if where else ""
         raise ValueError(f"{prefix}solved_examples must be a whole number >= 0, not {count!r}")
     return count
-
-
-def solved_examples_override() -> int | None:
-    """The count $SQLENV_SOLVED_EXAMPLES asks for, or None when it is unset or empty."""
-    text = os.environ.get(SOLVED_EXAMPLES_ENV, "").strip()
-    if not text:
-        return None
-    if not text.isdecimal():  # refuses "-1", "1.5" and "three" alike
-        raise ValueError(f"${SOLVED_EXAMPLES_ENV}={text!r} is not a whole number >= 0")
-    return int(text)
 
 
 def _sql_words(sql: str) -> str:
@@ -124,7 +108,7 @@ class SolvedExamples:
     def __init__(self, dataset: Dataset, count: int, *, split: str = "train") -> None:
         if count < 1:
             raise ValueError(f"the number of solved examples must be at least 1, not {count}")
-        from sqlenv.schema import catalog_for
+        from sqlenv.sandbox.schema import catalog_for
 
         self.count = count
         self._records: list[QuestionRecord] = list(dataset.split(split))

@@ -1,0 +1,262 @@
+"""`LLMPolicy`: a local transformers chat model that plays episodes through tool calls.
+
+`LLMPolicy(model=...)` takes a local model directory, a hub id (where a hub is reachable), or the
+preset `smollm2-135m` (`sqlenv.agents.local_models`). Generation is greedy by default, with a
+per-turn token budget; when the conversation outgrows the context budget, the oldest turns are
+dropped (with a quarter of the context to spare, see `_prompt_ids`), never the system message, the
+examples or the question itself. The key/value cache of the previous call is kept and cut to the
+prefix the next prompt shares with it, so each turn encodes only its new tokens (on a CPU,
+re-encoding the whole conversation every turn costs more than generating the reply). Clones (what
+`--parallel N` threads play with) share the model and a `GenerationBatcher`, so the replies they
+wait for at the same time are decoded in one batch (`sqlenv.agents.batched_generation`).
+
+With `solved_examples=N` the prompt shows the N most similar solved train questions of the
+database with their SQL (`sqlenv.agents.solved_examples`); a local model trained with them is
+prompted with them, as its directory records, unless the caller (`sqlenv eval --solved-examples`,
+`$SQLENV_SOLVED_EXAMPLES`) says otherwise. Models run where `sqlenv.agents.devices` says.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from sqlenv.agents.batched_generation import (
+    DEFAULT_GATHER_S,
+    DEFAULT_MAX_BATCH,
+    GenerationBatcher,
+    GenerationRequest,
+)
+from sqlenv.agents.chat_policy import ChatToolPolicy, resolve_max_new_tokens
+from sqlenv.agents.local_models import SMOLLM2_PRESET, LoadedModel, load_chat_model, stop_ids
+from sqlenv.agents.model_identity import weights_fingerprint
+from sqlenv.agents.solved_examples import SolvedExamples, read_prompt_settings
+from sqlenv.agents.tools import TOOLS, tool_call_to_action
+from sqlenv.data import Dataset
+from sqlenv.env.models import SQLAction
+from sqlenv.settings import solved_examples_from_environment
+
+
+class LLMPolicy(ChatToolPolicy):
+    """A local transformers chat model choosing one tool call per step (module docstring)."""
+
+    def __init__(
+        self,
+        model: str = SMOLLM2_PRESET,
+        *,
+        shots: int = 0,
+        example_dataset: Dataset | None = None,
+        solved_examples: int | SolvedExamples | None = None,
+        max_new_tokens: int | None = None,
+        max_context_tokens: int = 2_048,
+        greedy: bool = True,
+        temperature: float = 0.7,
+        reuse_prefix_cache: bool = True,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        batch_gather_s: float = DEFAULT_GATHER_S,
+        device: str | None = None,
+    ) -> None:
+        if solved_examples is None:  # $SQLENV_SOLVED_EXAMPLES, else as the model was trained
+            solved_examples = solved_examples_from_environment()
+        if solved_examples is None:  # (none for presets and models trained before it was recorded)
+            solved_examples = read_prompt_settings(model).get("solved_examples", 0)
+        super().__init__(shots=shots, example_dataset=example_dataset, solved_examples=solved_examples)
+        self.device = device  # None: resolved when the model loads (resolve_device)
+        self.reuse_prefix_cache = reuse_prefix_cache
+        self.max_batch = max_batch
+        self.batch_gather_s = batch_gather_s  # how long a batch waits for more replies to join
+        # Clones played by parallel threads share one batcher; the policy they were cloned from
+        # keeps generating on its own (see clone()).
+        self._batcher: GenerationBatcher | None = None
+        self._batcher_for_clones: GenerationBatcher | None = None
+        self._clone_lock = threading.Lock()  # worker threads clone at the same moment
+        self.generated_tokens = 0  # over the policy's life (benchmarks read it)
+        self.encoded_tokens = 0  # prompt tokens run through the model (the cached prefix is not)
+        self._cache: Any = None
+        self._cached_ids: list[int] = []
+        self.model_name = model
+        self.name = self._named(Path(model).name if model != SMOLLM2_PRESET else model)
+        self.max_new_tokens = resolve_max_new_tokens(max_new_tokens)
+        self.max_context_tokens = max_context_tokens
+        self.greedy = greedy
+        self.temperature = temperature
+        self._loaded: LoadedModel | None = None
+
+    @property
+    def weights_fingerprint(self) -> str | None:
+        """The fingerprint of a local model's weight files (`sqlenv.agents.model_identity`); None for the
+        preset and hub ids. Episode journals record it."""
+        return None if self.model_name == SMOLLM2_PRESET else weights_fingerprint(self.model_name)
+
+    def clone(self, *, max_batch: int | None = None) -> LLMPolicy:
+        """A policy with the same settings and its own conversation. The model is shared, and so
+        is a `GenerationBatcher` (when the batch size, `max_batch` or this policy's, is over 1):
+        clones waiting for a reply at the same time, as parallel evaluation threads do, are
+        decoded in one batch. The first clone's batch size sizes the shared batcher."""
+        batch = self.max_batch if max_batch is None else max_batch
+        with self._clone_lock:  # threads clone at once: build the index once
+            solved = self._solved_index() or 0
+        twin = LLMPolicy(
+            self.model_name,
+            shots=self.shots,
+            example_dataset=self.example_dataset,
+            solved_examples=solved,
+            max_new_tokens=self.max_new_tokens,
+            max_context_tokens=self.max_context_tokens,
+            greedy=self.greedy,
+            temperature=self.temperature,
+            reuse_prefix_cache=self.reuse_prefix_cache,
+            max_batch=batch,
+            batch_gather_s=self.batch_gather_s,
+            device=self.device,
+        )
+        twin._loaded, twin._examples = self.loaded, self._examples
+        if batch > 1:
+            with self._clone_lock:  # one batcher for all clones, however many threads ask at once
+                if self._batcher_for_clones is None:
+                    self._batcher_for_clones = GenerationBatcher(
+                        self.loaded.model,
+                        stop_ids(self.loaded),
+                        max_batch=batch,
+                        gather_s=self.batch_gather_s,
+                    )
+                twin._batcher = self._batcher_for_clones
+        return twin
+
+    @classmethod
+    def from_model(cls, tokenizer: Any, model: Any, *, name: str = "model", **options: Any) -> LLMPolicy:
+        """A policy on a model already in memory (e.g. the one being trained)."""
+        policy = cls(name, **options)
+        policy.name = name
+        policy._loaded = LoadedModel(tokenizer, model)
+        return policy
+
+    @property
+    def loaded(self) -> LoadedModel:
+        if self._loaded is None:
+            self._loaded = load_chat_model(self.model_name, self.device)
+        return self._loaded
+
+    def _reply(self) -> tuple[SQLAction | None, str, str]:
+        text = self._generate()
+        action, problem = self._parse(text)
+        return action, problem, text
+
+    # ---- model -------------------------------------------------------------------------------
+
+    def _prompt_ids(self) -> Any:
+        """The prompt, cut to fit the context budget with room for the reply.
+
+        Once it is too long, the oldest exchanges are dropped until a quarter of the context is
+        free as well: dropping shifts every later token, so the cached prefix ends at the cut and
+        the rest is encoded again. Cutting with room to spare keeps the next turns appending to
+        a cached prefix instead of paying that at every turn."""
+        tok = self.loaded.tokenizer
+        limit = self.max_context_tokens - self.max_new_tokens
+        while True:
+            ids = tok.apply_chat_template(
+                [*self._head, *self._turns],
+                tools=list(TOOLS),
+                add_generation_prompt=True,
+                return_tensors="pt",
+                return_dict=True,
+            )
+            if ids["input_ids"].shape[1] <= limit or not self._drop_oldest_exchange():
+                return ids
+            limit = self.max_context_tokens - self.max_new_tokens - self.max_context_tokens // 4
+
+    def _generate(self) -> str:
+        import torch
+
+        loaded = self.loaded
+        inputs = self._prompt_ids().to(loaded.model.device)
+        prompt = inputs["input_ids"]
+        if self._batcher is not None:
+            return self._generate_batched(prompt[0])
+        options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": not self.greedy}
+        if not self.greedy:
+            torch.manual_seed(self._seed + len(self._turns))
+            options["temperature"] = self.temperature
+        cache = self._reusable_cache(prompt[0]) if self.reuse_prefix_cache else None
+        reused = 0
+        if cache is not None:
+            options["past_key_values"] = cache
+            reused = cache.get_seq_length()
+        with torch.no_grad():
+            output = loaded.model.generate(
+                **inputs,
+                pad_token_id=loaded.tokenizer.pad_token_id or loaded.tokenizer.eos_token_id,
+                return_dict_in_generate=True,
+                **options,
+            )
+        sequence = output.sequences[0]
+        new_ids = sequence[prompt.shape[1] :].tolist()
+        self._note_cut_off(new_ids)
+        self.generated_tokens += len(new_ids)
+        self.encoded_tokens += int(prompt.shape[1]) - reused
+        if self.reuse_prefix_cache and output.past_key_values is not None:
+            self._cache = output.past_key_values
+            self._cached_ids = sequence[: self._cache.get_seq_length()].tolist()
+        return loaded.tokenizer.decode(sequence[prompt.shape[1] :], skip_special_tokens=False)
+
+    def _generate_batched(self, prompt: Any) -> str:
+        cache = self._reusable_cache(prompt) if self.reuse_prefix_cache else None
+        assert self._batcher is not None
+        result = self._batcher.generate(
+            GenerationRequest(
+                prompt_ids=prompt.tolist(),
+                cache=cache,
+                max_new_tokens=self.max_new_tokens,
+                greedy=self.greedy,
+                temperature=self.temperature,
+                seed=self._seed + len(self._turns),
+            )
+        )
+        self._note_cut_off(result.new_ids)
+        self.generated_tokens += len(result.new_ids)
+        self.encoded_tokens += result.encoded_tokens
+        if self.reuse_prefix_cache:
+            self._cache, self._cached_ids = result.cache, result.cached_ids
+        return self.loaded.tokenizer.decode(result.new_ids, skip_special_tokens=False)
+
+    def _note_cut_off(self, new_ids: list[int]) -> None:
+        # Cut off: as many new tokens as the limit allows, and none of them a stop token.
+        stops = stop_ids(self.loaded)
+        ended = any(token in stops for token in new_ids)
+        self._reply_cut_off = not ended and len(new_ids) >= self.max_new_tokens
+
+    def _reusable_cache(self, prompt: Any) -> Any:
+        """The previous call's key/value cache cut to the prefix it shares with `prompt`, or None.
+
+        A conversation only grows between turns (and successive episodes share the system
+        message and the examples), so most of each prompt was already encoded: only the new
+        tokens are run through the model. At least one prompt token is left uncached, as
+        `generate` needs one to start from."""
+        if self._cache is None or not self._cached_ids:
+            return None
+        ids = prompt.tolist()
+        shared = 0
+        for cached, new in zip(self._cached_ids, ids[:-1], strict=False):
+            if cached != new:
+                break
+            shared += 1
+        if shared == 0:
+            return None
+        self._cache.crop(shared - self._cache.get_seq_length())  # a negative count removes tokens
+        self._cached_ids = self._cached_ids[:shared]
+        return self._cache
+
+    def _parse(self, text: str) -> tuple[SQLAction | None, str]:
+        try:
+            parsed = self.loaded.tokenizer.parse_response(text, prefix="")
+        except Exception as exc:  # the parser's errors are not a stable type across versions
+            return None, f"unreadable reply: {exc}"
+        calls = parsed.get("tool_calls") or []
+        if not calls:
+            return None, "no tool call found"
+        function = calls[0].get("function", {})
+        try:
+            return tool_call_to_action(function.get("name", ""), function.get("arguments")), ""
+        except ValueError as exc:
+            return None, str(exc)

@@ -1,0 +1,89 @@
+"""The text a chat model reads: the system prompt, the opening question message, tool results,
+the format-error feedback and worked examples. Evaluation (`sqlenv.agents.chat_policy`) and
+training (`sqlenv.training.sft_data`, `sqlenv.training.grpo`) build their prompts from here, so a
+model is evaluated on the prompt it was trained on."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from sqlenv.agents.solved_examples import SolvedExamples, examples_text
+from sqlenv.agents.tools import action_to_tool_call
+from sqlenv.config import DEFAULT_PROMPT_CONFIG
+from sqlenv.data import Dataset, QuestionRecord
+from sqlenv.env.models import SQLAction, SQLObservation
+from sqlenv.env.verifier import format_answer
+
+FORMAT_ERROR_ACTION = "FORMAT_ERROR"  # what the environment receives for an unparseable reply
+
+SYSTEM_PROMPT = (
+    "You answer a question about a SQLite database that you cannot see. Explore it with the tools, "
+    "one tool call per reply: describe(table_name) shows a table's columns and keys, "
+    "sample(table_name) shows a few rows, query(sql) runs one read-only SELECT statement, and "
+    "answer(value) gives the final answer and ends the episode. You have at most {budget} tool "
+    "calls. Answer format: a single value as plain text (42, Paris); several values as a JSON "
+    'array (["a", "b"]); rows of several columns as a JSON array of arrays ([["a", 1], ["b", 2]]).'
+)
+FORMAT_ERROR_MESSAGE = (
+    "Your reply was not a valid tool call ({problem}). Reply with exactly one tool call: "
+    "describe, sample, query or answer, with its one argument."
+)
+TOOL_RESULT_CHARS = DEFAULT_PROMPT_CONFIG.tool_result_chars  # tool output kept in the prompt per turn
+
+
+def truncate(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+TOOL_ERROR_PREFIX = "error: "  # how a tool result that is an error starts
+
+
+def tool_result_text(observation: SQLObservation) -> str:
+    """What the model reads back from a tool: the result, or the error."""
+    return truncate(f"{TOOL_ERROR_PREFIX}{observation.error}" if observation.error else observation.result)
+
+
+def question_message(observation: SQLObservation, examples: SolvedExamples | None = None) -> dict[str, str]:
+    """The episode's opening user message: the question, the table list and, with `examples`, the
+    most similar solved train questions (`sqlenv.agents.solved_examples`)."""
+    content = f"Question: {observation.question}\n{observation.schema_info}"
+    if examples is not None and (block := examples_text(examples.for_observation(observation))):
+        content += f"\n{block}"
+    return {"role": "user", "content": content}
+
+
+def example_messages(dataset: Dataset, count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` worked examples from the train split: oracle episodes with the real tool results."""
+    if count <= 0:
+        return []
+    from sqlenv.env.environment import SQLEnvironment
+
+    candidates = [r for r in dataset.split("train") if len(r.tables_involved) == 1 and not r.empty_gold]
+    chosen = random.Random(seed).sample(candidates, min(count, len(candidates)))
+    env = SQLEnvironment(dataset=dataset, split="train")
+    messages: list[dict[str, Any]] = []
+    for record in chosen:
+        messages += _oracle_conversation(env, record)
+    return messages
+
+
+def _oracle_conversation(env: Any, record: QuestionRecord) -> list[dict[str, Any]]:
+    observation = env.reset(question_id=record.question_id)
+    messages: list[dict[str, Any]] = [question_message(observation)]
+    plan = [
+        SQLAction(action_type="DESCRIBE", argument=record.tables_involved[0]),
+        SQLAction(action_type="QUERY", argument=record.gold_sql),
+        SQLAction(action_type="ANSWER", argument=format_answer(record.gold_answer, record.answer_type)),
+    ]
+    for action in plan:
+        messages.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
+        observation = env.step(action)
+        messages.append(
+            {
+                "role": "tool",
+                "name": action_to_tool_call(action)["function"]["name"],
+                "content": tool_result_text(observation),
+            }
+        )
+    return messages

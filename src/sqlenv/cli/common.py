@@ -1,0 +1,56 @@
+"""What every `sqlenv` command shares: the typer apps, the console, the options that several
+commands take, and how a command fails (a red line and exit status 2, never a traceback)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from sqlenv.data import Dataset
+
+app = typer.Typer(
+    help="sqlenv: answer questions about SQLite databases by exploring them.", no_args_is_help=True
+)
+data_app = typer.Typer(help="Datasets: inspect and download.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+train_app = typer.Typer(help="Training with TRL: SFT warm-up, then GRPO.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+console = Console()
+
+SpiderDirOption = Annotated[
+    Path | None,
+    typer.Option("--spider-dir", help="Spider directory (else $SQLENV_SPIDER_DIR)", show_default=False),
+]
+DatasetOption = Annotated[
+    str,
+    typer.Option("--dataset", help="demo, spider10, spider, or a folder of .sqlite files + questions.json"),
+]
+
+
+class Split(StrEnum):
+    """A dataset split."""
+
+    train = "train"
+    eval = "eval"
+
+
+def fail(message: str) -> NoReturn:
+    """Print `message` as an error and exit with status 2."""
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(2)
+
+
+def load_or_fail(dataset: str, spider_dir: Path | None) -> Dataset:
+    """The dataset, loaded with a status line; a data error ends the command with its message."""
+    from sqlenv.data import DataError, load_dataset
+
+    try:
+        with console.status(f"loading dataset {dataset} (first use computes gold answers)…"):
+            return load_dataset(dataset, spider_dir)
+    except DataError as exc:
+        fail(str(exc))

@@ -1,0 +1,53 @@
+"""`sqlenv serve`: the environment over OpenEnv's protocol, with the web page."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sqlenv.cli.common import DatasetOption, SpiderDirOption, Split, app, console, fail, load_or_fail
+
+
+@app.command()
+def serve(
+    dataset: DatasetOption = "demo",
+    split: Annotated[Split, typer.Option(help="which split to serve")] = Split.train,
+    spider_dir: SpiderDirOption = None,
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    max_sessions: Annotated[
+        int | None,
+        typer.Option(help="concurrent WebSocket sessions per worker (default 64, or $SQLENV_MAX_SESSIONS)"),
+    ] = None,
+    workers: Annotated[int, typer.Option(help="uvicorn worker processes, each with its own sessions")] = 1,
+) -> None:
+    """Serve the environment over OpenEnv's protocol (WebSocket /ws) with a web page at /web."""
+    import os
+
+    import uvicorn
+
+    from sqlenv.server.app import create_sqlenv_app
+    from sqlenv.settings import served_data_environment
+
+    load_or_fail(dataset, spider_dir)  # fail early, and build the cache once for all workers
+    console.print(
+        f"sqlenv serving {dataset}/{split.value} on http://{host}:{port} — play at http://{host}:{port}/web"
+    )
+    if workers > 1:
+        # uvicorn's workers are separate processes that build the app from the environment.
+        os.environ.update(served_data_environment(dataset, split.value, spider_dir, max_sessions))
+        uvicorn.run(
+            "sqlenv.server.app:app_from_environment",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+        )
+        return
+    try:
+        application = create_sqlenv_app(dataset, split.value, spider_dir, max_sessions)
+    except KeyError as exc:
+        fail(str(exc.args[0]))
+    uvicorn.run(application, host=host, port=port, log_level="warning")

@@ -1,0 +1,71 @@
+"""`sqlenv train sft` and `sqlenv train grpo`: TRL training from a YAML config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sqlenv.cli.common import SpiderDirOption, console, fail, train_app
+
+ConfigOption = Annotated[
+    Path, typer.Option("--config", help="training config (YAML), e.g. configs/cpu-smollm2.yaml")
+]
+ResumeOption = Annotated[
+    bool, typer.Option("--resume", help="continue from the last checkpoint in the run directory")
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="override a config value: --set grpo.max_steps=5 (YAML value syntax)"),
+]
+
+
+def _train_config(config: Path, spider_dir: Path | None, overrides: list[str] | None):
+    import yaml
+
+    from sqlenv.training.config import load_config
+
+    values: dict[str, object] = {}
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--set needs KEY=VALUE, got {item!r}")
+        values[key.strip()] = yaml.safeload_or_fail(raw)
+    if spider_dir is not None:
+        values["spider_dir"] = str(spider_dir)
+    try:
+        return load_config(config, values)
+    except (ValueError, FileNotFoundError) as exc:
+        fail(str(exc))
+
+
+@train_app.command("sft")
+def train_sft(
+    config: ConfigOption,
+    spider_dir: SpiderDirOption = None,
+    resume: ResumeOption = False,
+    set_values: SetOption = None,
+) -> None:
+    """SFT warm-up on oracle trajectories (TRL SFTTrainer); saves <output_dir>/sft/final."""
+    from sqlenv.training.sft import run_sft
+
+    settings = _train_config(config, spider_dir, set_values)
+    final = run_sft(settings, resume=resume, console=console)
+    console.print(f"SFT model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
+
+
+@train_app.command("grpo")
+def train_grpo(
+    config: ConfigOption,
+    spider_dir: SpiderDirOption = None,
+    resume: ResumeOption = False,
+    set_values: SetOption = None,
+) -> None:
+    """GRPO through environment_factory, from the SFT model when the config enables SFT."""
+    from sqlenv.training.grpo import run_grpo
+
+    settings = _train_config(config, spider_dir, set_values)
+    final = run_grpo(settings, resume=resume, console=console)
+    console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
+

@@ -1,0 +1,188 @@
+"""What an evaluation produces: a step (`StepRecord`), an episode with its transcript
+(`EpisodeRecord`), a run's summary (`EvaluationResult`), and the summaries by difficulty and by
+whether a question's gold SQL was seen in training. Plain dataclasses that reports, journals and
+comparisons read and write."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from sqlenv.data import Dataset
+
+__all__ = [
+    "DIFFICULTY_ORDER",
+    "NOT_IN_TRAIN",
+    "NO_ANSWER_VERDICT",
+    "SEEN_IN_TRAIN",
+    "TRANSCRIPT_ACTION_CHARS",
+    "TRANSCRIPT_RESULT_CHARS",
+    "EpisodeRecord",
+    "EvaluationResult",
+    "Job",
+    "StepRecord",
+    "group_stats",
+    "summarise",
+    "with_train_overlap",
+]
+
+Job = tuple[int, str, int]  # one planned episode: (index, question_id, episode seed)
+
+DIFFICULTY_ORDER: tuple[str, ...] = ("easy", "medium", "hard", "extra")
+
+# Transcript excerpts: enough to read an episode, small enough to keep thousands of them.
+TRANSCRIPT_ACTION_CHARS = 400
+TRANSCRIPT_RESULT_CHARS = 300
+NO_ANSWER_VERDICT = "no answer: the step budget ran out"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step of a transcript: the action, an excerpt of what came back, the step's reward."""
+
+    action: str
+    result: str
+    error: str
+    reward: float
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    question_id: str
+    db_id: str
+    difficulty: str
+    answer_type: str
+    success: bool
+    total_reward: float
+    steps: int
+    actions: list[str]
+    question: str = ""
+    # Outputs the policy could not parse into an action (policies driven by a language model).
+    format_errors: int = 0
+    # "correct", "wrong: <why>", or NO_ANSWER_VERDICT.
+    verdict: str = ""
+    transcript: list[StepRecord] = field(default_factory=list)
+    # Whether a train question has the same gold SQL (`Dataset.seen_in_train`); None for train
+    # questions and datasets without a train split.
+    seen_in_train: bool | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
+        """An episode as `asdict` wrote it: a journal entry, or one of results.json's episodes."""
+        fields = dict(data)
+        fields["transcript"] = [StepRecord(**step) for step in fields.get("transcript", [])]
+        return cls(**fields)
+
+
+@dataclass
+class EvaluationResult:
+    policy: str
+    dataset: str
+    split: str
+    n_episodes: int
+    success_rate: float
+    avg_reward: float
+    avg_steps: float
+    by_difficulty: dict[str, dict[str, float]]
+    episodes: list[EpisodeRecord] = field(default_factory=list)
+    by_answer_type: dict[str, dict[str, float]] = field(default_factory=dict)
+    by_database: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Share of all actions whose policy output could not be parsed (0 for random and oracle).
+    format_error_rate: float = 0.0
+    seed: int = 0
+    backend: str = "serial"
+    wall_time_s: float = 0.0  # this call's time: the episodes it played, not those of a journal
+    journal_episodes: int = 0  # episodes loaded from a journal (played by an earlier run)
+    # A stopped run reported so far (`evaluate(..., play=False)`): the plan's size, and how many of
+    # its episodes had finished after the first one missing (left out of these results). 0: whole.
+    planned_episodes: int = 0
+    finished_after_gap: int = 0
+    # Keyed SEEN_IN_TRAIN / NOT_IN_TRAIN: recall of a trained query vs the rest (`sqlenv.data.overlap`).
+    by_train_overlap: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_json(self, include_episodes: bool = True) -> dict[str, Any]:
+        data = asdict(self)
+        if not include_episodes:
+            data.pop("episodes")
+        return data
+
+
+SEEN_IN_TRAIN = "gold SQL seen in train"
+NOT_IN_TRAIN = "gold SQL not in train"
+
+
+def with_train_overlap(episode: EpisodeRecord, dataset: Dataset) -> EpisodeRecord:
+    """An episode from a journal written before records knew their train overlap, completed."""
+    if episode.seen_in_train is not None:
+        return episode
+    return replace(episode, seen_in_train=dataset.seen_in_train(episode.question_id))
+
+
+def group_stats(episodes: Sequence[EpisodeRecord]) -> dict[str, float]:
+    """n, success rate, mean reward, mean steps and format-error rate of some episodes."""
+    n = len(episodes)
+    steps = sum(e.steps for e in episodes)
+    return {
+        "n": n,
+        "success_rate": sum(e.success for e in episodes) / n if n else 0.0,
+        "avg_reward": sum(e.total_reward for e in episodes) / n if n else 0.0,
+        "avg_steps": steps / n if n else 0.0,
+        "format_error_rate": sum(e.format_errors for e in episodes) / steps if steps else 0.0,
+    }
+
+
+def _grouped(
+    episodes: Sequence[EpisodeRecord], key: Callable[[EpisodeRecord], str], order: Sequence[str] = ()
+) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for e in episodes:
+        groups[key(e)].append(e)
+
+    def rank(name: str) -> tuple[int, str]:
+        return (order.index(name) if name in order else len(order), name)
+
+    return {name: group_stats(groups[name]) for name in sorted(groups, key=rank)}
+
+
+def summarise(
+    policy: str,
+    dataset: str,
+    split: str,
+    episodes: Sequence[EpisodeRecord],
+    *,
+    seed: int = 0,
+    backend: str = "serial",
+    wall_time_s: float = 0.0,
+    journal_episodes: int = 0,
+    planned_episodes: int = 0,
+    finished_after_gap: int = 0,
+) -> EvaluationResult:
+    """An `EvaluationResult` from episode records (overall and by difficulty, type, database)."""
+    overall = group_stats(episodes)
+    return EvaluationResult(
+        policy=policy,
+        dataset=dataset,
+        split=split,
+        n_episodes=len(episodes),
+        success_rate=overall["success_rate"],
+        avg_reward=overall["avg_reward"],
+        avg_steps=overall["avg_steps"],
+        by_difficulty=_grouped(episodes, lambda e: e.difficulty, DIFFICULTY_ORDER),
+        episodes=list(episodes),
+        by_answer_type=_grouped(episodes, lambda e: e.answer_type),
+        by_database=_grouped(episodes, lambda e: e.db_id),
+        by_train_overlap=_grouped(
+            [e for e in episodes if e.seen_in_train is not None],
+            lambda e: SEEN_IN_TRAIN if e.seen_in_train else NOT_IN_TRAIN,
+            (SEEN_IN_TRAIN, NOT_IN_TRAIN),
+        ),
+        format_error_rate=overall["format_error_rate"],
+        seed=seed,
+        backend=backend,
+        wall_time_s=round(wall_time_s, 4),
+        journal_episodes=journal_episodes,
+        planned_episodes=planned_episodes,
+        finished_after_gap=finished_after_gap,
+    )

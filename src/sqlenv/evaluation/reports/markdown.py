@@ -1,0 +1,208 @@
+"""The markdown of a report: `summary.md`'s tables (overall, by difficulty, answer type, database,
+train overlap, how episodes ended, their patterns) and one episode as markdown."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from sqlenv.evaluation.patterns import (
+    ACTION_KINDS,
+    FAILED_QUERY,
+    TRANSCRIPT_PATTERNS,
+    pattern_summary,
+)
+from sqlenv.evaluation.records import SEEN_IN_TRAIN, EpisodeRecord, EvaluationResult
+from sqlenv.evaluation.reports.names import PLOT_FILES, report_title
+
+
+def _markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---:" if i else "---" for i in range(len(headers))) + "|",
+    ]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _group_rows(groups: dict[str, dict[str, float]]) -> list[list[str]]:
+    return [
+        [
+            name,
+            str(int(g["n"])),
+            f"{g['success_rate']:.3f}",
+            f"{g['avg_reward']:.3f}",
+            f"{g.get('avg_steps', 0.0):.2f}",
+            f"{g.get('format_error_rate', 0.0):.3f}",
+        ]
+        for name, g in groups.items()
+    ]
+
+
+def summary_markdown(result: EvaluationResult) -> str:
+    """The markdown summary: overall, then by difficulty, answer type, database and train overlap."""
+    group_headers = ["episodes", "success", "mean reward", "mean steps", "format errors"]
+    played = result.n_episodes - result.journal_episodes
+    speed = f", {played / result.wall_time_s:.2f} episodes/s" if result.wall_time_s > 0 else ""
+    timing = f"{result.wall_time_s:.2f} s{speed}"
+    if result.journal_episodes and not played:  # reported from a journal alone (--journal-only)
+        timing = f"all {result.journal_episodes} loaded from the journal of an earlier run, none played"
+    elif result.journal_episodes:  # a continued run: its time covers only the episodes it played
+        timing = (
+            f"{result.journal_episodes} loaded from the journal of an earlier run, "
+            f"{played} played in {timing}"
+        )
+    if result.planned_episodes:
+        timing += (
+            f". **A stopped run**: these are the first {result.n_episodes} of the "
+            f"{result.planned_episodes} planned episodes, in the plan's order up to the first one "
+            f"that had not finished; {result.finished_after_gap} that finished after it are left out "
+            "(run in parallel, those are the short ones)"
+        )
+    parts = [
+        f"# {report_title(result)}",
+        "",
+        f"{result.n_episodes} episodes, seed {result.seed}, backend {result.backend}, "
+        f"{timing}. Format errors: share of actions whose policy output could not be parsed.",
+        "",
+        "## Overall",
+        "",
+        _markdown_table(
+            ["metric", "value"],
+            [
+                ["episodes", str(result.n_episodes)],
+                ["success rate", f"{result.success_rate:.3f}"],
+                ["mean reward", f"{result.avg_reward:.3f}"],
+                ["mean steps", f"{result.avg_steps:.2f}"],
+                ["format-error rate", f"{result.format_error_rate:.3f}"],
+            ],
+        ),
+    ]
+    for heading, column, groups in (
+        ("By difficulty", "difficulty", result.by_difficulty),
+        ("By answer type", "answer type", result.by_answer_type),
+        ("By database", "database", result.by_database),
+    ):
+        parts += ["", f"## {heading}", "", _markdown_table([column, *group_headers], _group_rows(groups))]
+    if any(g["n"] for name, g in result.by_train_overlap.items() if name == SEEN_IN_TRAIN):
+        parts += [
+            "",
+            "## By overlap with the train split",
+            "",
+            "Questions whose gold SQL is also a train question's (same database, same query once "
+            "case, spacing and quoting are folded) can be solved by recalling a trained query; "
+            "the others show what carries over.",
+            "",
+            _markdown_table(["questions", *group_headers], _group_rows(result.by_train_overlap)),
+        ]
+    parts += _patterns_markdown(result.episodes)
+    parts += [
+        "",
+        "## Plots",
+        "",
+        *(f"![{name.removesuffix('.png').replace('_', ' ')}]({name})" for name in PLOT_FILES),
+        "",
+        "Every episode, step by step: [transcripts.html](transcripts.html).",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _share(count: int, n: int) -> str:
+    return f"{count / n:.3f}" if n else "0.000"
+
+
+def _patterns_markdown(episodes: Sequence[EpisodeRecord]) -> list[str]:
+    """How episodes ended, the actions they used and the patterns they show, as markdown."""
+    summary = pattern_summary(episodes)
+    n = summary["n"]
+    if not n:
+        return []
+    ended = [[name, str(count), _share(count, n)] for name, count in summary["ended"].items()]
+    actions = [
+        [
+            kind,
+            str(summary["actions"][kind]["episodes"]),
+            f"{summary['actions'][kind]['mean_per_episode']:.2f}",
+        ]
+        for kind in ACTION_KINDS
+    ]
+    patterns = [
+        [
+            name,
+            str(p["episodes"]),
+            _share(p["episodes"], n),
+            f"{p['success_rate']:.3f}" if p["episodes"] else "–",
+        ]
+        for name, p in summary["patterns"].items()
+    ]
+    parts = [
+        "",
+        "## How episodes ended",
+        "",
+        _markdown_table(["ending", "episodes", "share"], ended),
+        "",
+        "## Actions and patterns",
+        "",
+        _markdown_table(["action", "episodes using it", "mean per episode"], actions),
+        "",
+        "An action sent again is compared as the environment's repeat penalty compares it (whitespace "
+        "folded, a final `;` dropped), in the transcript's text of it. Success: the share of the "
+        "episodes showing the pattern that were answered correctly.",
+        "",
+        _markdown_table(["pattern", "episodes", "share", "success"], patterns),
+    ]
+    after = [
+        [name, str(p["episodes"]), f"{p['success_rate']:.3f}" if p["episodes"] else "–"]
+        for name, p in summary["after_first_failed_query"].items()
+    ]
+    if after and summary["patterns"][FAILED_QUERY]["episodes"]:
+        parts += [
+            "",
+            "What each episode with a failed query did right after its first one (a query compared "
+            "with the failed one as above, then with letter case and spacing ignored too):",
+            "",
+            _markdown_table(["next step", "episodes", "success"], after),
+        ]
+    if not any(name in summary["patterns"] for name in TRANSCRIPT_PATTERNS):
+        parts += ["", "The episodes have no transcripts: only format errors could be counted."]
+    return parts
+
+
+# ---- plots ------------------------------------------------------------------------------------
+
+
+def episode_markdown(episode: EpisodeRecord) -> str:
+    """One episode as markdown: the question, each action with what came back and its reward,
+    and the verdict (training transcripts, docs/results.md)."""
+    lines = [
+        f"**{episode.question_id}** ({episode.db_id}, {episode.difficulty}): {episode.question}",
+        "",
+    ]
+    for n, step in enumerate(episode.transcript, start=1):
+        lines.append(
+            f"{n}. {code_span(shorten(' '.join(step.action.split()), 300))} → reward {step.reward:+.3f}"
+        )
+        shown = f"error: {step.error}" if step.error else step.result
+        if shown:
+            lines += ["", "   ```", *("   " + line for line in shorten(shown, 600).splitlines()), "   ```"]
+    lines += [
+        "",
+        f"Verdict: **{episode.verdict or ('correct' if episode.success else 'wrong')}**; "
+        f"total reward {episode.total_reward:.3f}; {episode.steps} steps; "
+        f"{episode.format_errors} format errors.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def code_span(text: str) -> str:
+    """Inline code that survives backticks in the text (a longer fence than any run inside)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
