@@ -137,6 +137,9 @@ def test_the_checker_sees_an_upward_import_and_a_cycle() -> None:
     source = "def f():\n    from sqlenv.cli.common import app\n"
     tree = ast.parse(source)
     names = {
-        _resolve(f"{n.module}.{a.name}") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names
+        _resolve(f"{n.module}.{a.name}")
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom)
+        for a in n.names
     }
     assert names == {"sqlenv.cli.common"} and _layer("sqlenv.cli.common")[1] > _layer("sqlenv.env.rewards")[1]

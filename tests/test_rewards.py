@@ -194,3 +194,18 @@ def test_oscillating_between_results_earns_no_progress(demo_dataset) -> None:
     assert cycle_progress == pytest.approx(0.0, abs=1e-9)
     new_results = 6  # each "SELECT i" is a result not seen before
     assert cycle_total <= new_results * (CFG.executed_bonus + CFG.new_info_bonus + CFG.step_cost) + 1e-9
+
+
+def test_the_similarity_weights_come_from_the_config() -> None:
+    """phi's weights are `RewardConfig` fields: all weight on cardinality makes a result with the
+    gold's row count but none of its values as similar as can be short of the gold result."""
+    from dataclasses import replace
+
+    from sqlenv.config import RewardConfig
+
+    gold = GoldProfile.of((("a",), ("b",)))
+    other = (("x",), ("y",))
+    default = RewardConfig()
+    assert result_similarity(other, gold, 0.01) == result_similarity(other, gold, 0.01, default) == 0.3
+    counting = replace(default, cardinality_weight=1.0, overlap_weight=0.0)
+    assert result_similarity(other, gold, 0.01, counting) == 1.0 * 1.0

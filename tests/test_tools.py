@@ -113,3 +113,24 @@ def test_an_episode_played_through_tool_calls_is_solved(demo_dataset) -> None:
     values = [row[0] for row in record.gold_answer]
     obs = env.step(tool_call_to_action("answer", {"value": values}))  # a list, written as JSON
     assert obs.done and obs.metadata["correct"] is True
+
+
+def test_the_descriptions_follow_the_config_in_use(demo_dataset) -> None:
+    """A config that samples 3 rows and shows 7 is described as such, to evaluation policies
+    (`tool_definitions(config)`) and to TRL (the tools of a `SQLToolEnv` built with it)."""
+    from dataclasses import replace
+
+    from sqlenv.agents.tools import google_docstring, tool_definitions
+    from sqlenv.config import DEFAULT_CONFIG
+    from sqlenv.training.trl_env import SQLToolEnv
+
+    config = replace(DEFAULT_CONFIG, sample_rows=3, sandbox=replace(DEFAULT_CONFIG.sandbox, max_rows_shown=7))
+    described = {t["function"]["name"]: t["function"]["description"] for t in tool_definitions(config)}
+    assert "first 3 rows" in described["sample"] and "up to 7 rows" in described["query"]
+    assert "first 5 rows" in tool_definitions()[1]["function"]["description"]
+    env = SQLToolEnv(demo_dataset, config=config)
+    assert env.sample.__doc__ == google_docstring("sample", config) and "first 3 rows" in env.sample.__doc__
+    assert "up to 7 rows" in env.query.__doc__
+    assert "first 5 rows" in SQLToolEnv(demo_dataset).sample.__doc__  # the default is untouched
+    env.reset(question_id=demo_dataset.split("train")[0].question_id)
+    assert env.sample(demo_dataset.split("train")[0].tables_involved[0]).count("\n") <= 3 + 2

@@ -25,7 +25,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str, str]] = {
 }
 
 
-class MissingExtraError(RuntimeError):
+class MissingExtraError(ValueError):
     """A feature needs an optional extra that is not installed; the message says how to install it."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from sqlenv.agents.policy import Policy
 from sqlenv.agents.reference import OraclePolicy, RandomPolicy
 from sqlenv.data import Dataset
+from sqlenv.extras import require_extra
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -198,6 +199,7 @@ register_policy("random", lambda r: RandomPolicy(r.seed), "random actions with p
 
 def _llm_policy(model: str, shots: int) -> PolicyBuilder:
     def build(request: PolicyRequest) -> Policy:
+        require_extra("llm", f"--policy {request.name}")
         from sqlenv.agents.local_policy import LLMPolicy  # imports torch: only when asked for
 
         settings = request.settings

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from sqlenv.data import Dataset
@@ -41,7 +42,7 @@ class Split(StrEnum):
 
 def fail(message: str) -> NoReturn:
     """Print `message` as an error and exit with status 2."""
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {escape(message)}")  # a message is text, not markup
     raise typer.Exit(2)
 
 

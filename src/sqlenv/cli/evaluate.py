@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from sqlenv.cli.common import DatasetOption, SpiderDirOption, Split, app, console, fail, load_or_fail
-from sqlenv.extras import missing_extra_message
+from sqlenv.extras import has_extra, missing_extra_message
 
 if TYPE_CHECKING:
     from sqlenv.agents.registry import PolicySettings
@@ -150,11 +150,8 @@ def _run_policies(
         fail(str(exc))
     if ray_address is not None and chosen != "ray":
         fail("--ray-address needs --backend ray")
-    if chosen == "ray":
-        import importlib.util
-
-        if importlib.util.find_spec("ray") is None:
-            fail("--backend ray needs Ray: pip install 'sqlenv[eval]'")
+    if chosen == "ray" and not has_extra("eval"):
+        fail(missing_extra_message("eval", "--backend ray"))
     data = load_or_fail(dataset, spider_dir)
     try:
         if url is None:

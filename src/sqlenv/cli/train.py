@@ -8,6 +8,14 @@ from typing import Annotated
 import typer
 
 from sqlenv.cli.common import SpiderDirOption, console, fail, train_app
+from sqlenv.extras import has_extra, missing_extra_message
+
+
+def require_training_extra(command: str) -> None:
+    """End `command` with the install hint when the `llm` extra (torch, TRL, PyYAML) is missing."""
+    if not has_extra("llm"):
+        fail(missing_extra_message("llm", command))
+
 
 ConfigOption = Annotated[
     Path, typer.Option("--config", help="training config (YAML), e.g. configs/cpu-smollm2.yaml")
@@ -48,6 +56,7 @@ def train_sft(
     set_values: SetOption = None,
 ) -> None:
     """SFT warm-up on oracle trajectories (TRL SFTTrainer); saves <output_dir>/sft/final."""
+    require_training_extra("sqlenv train sft")
     from sqlenv.training.sft import run_sft
 
     settings = _train_config(config, spider_dir, set_values)
@@ -63,6 +72,7 @@ def train_grpo(
     set_values: SetOption = None,
 ) -> None:
     """GRPO through environment_factory, from the SFT model when the config enables SFT."""
+    require_training_extra("sqlenv train grpo")
     from sqlenv.training.grpo import run_grpo
 
     settings = _train_config(config, spider_dir, set_values)
