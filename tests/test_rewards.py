@@ -1,4 +1,4 @@
-"""Reward semantics and the invariants of DESIGN.md, on the real environment."""
+"""Reward semantics and the invariants of docs/environment.md, on the real environment."""
 
 from __future__ import annotations
 
