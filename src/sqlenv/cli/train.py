@@ -39,7 +39,7 @@ def _train_config(config: Path, spider_dir: Path | None, overrides: list[str] | 
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             fail(f"--set needs KEY=VALUE, got {item!r}")
-        values[key.strip()] = yaml.safeload_or_fail(raw)
+        values[key.strip()] = yaml.safe_load(raw)
     if spider_dir is not None:
         values["spider_dir"] = str(spider_dir)
     try:
