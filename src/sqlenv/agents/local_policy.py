@@ -1,7 +1,8 @@
 """`LLMPolicy`: a local transformers chat model that plays episodes through tool calls.
 
-`LLMPolicy(model=...)` takes a local model directory, a hub id (where a hub is reachable), or the
-preset `smollm2-135m` (`sqlenv.agents.local_models`). Generation is greedy by default, with a
+`LLMPolicy(model=...)` takes a local model directory, a hub id (where a hub is reachable), the
+preset `smollm2-135m` or a fetched pinned model such as `qwen2.5-coder-0.5b`
+(`sqlenv.agents.local_models`). Generation is greedy by default, with a
 per-turn token budget; when the conversation outgrows the context budget, the oldest turns are
 dropped (with a quarter of the context to spare, see `_prompt_ids`), never the system message, the
 examples or the question itself. The key/value cache of the previous call is kept and cut to the
@@ -29,8 +30,9 @@ from sqlenv.agents.batched_generation import (
     GenerationRequest,
 )
 from sqlenv.agents.chat_policy import ChatToolPolicy, resolve_max_new_tokens
-from sqlenv.agents.local_models import SMOLLM2_PRESET, LoadedModel, load_chat_model, stop_ids
+from sqlenv.agents.local_models import SMOLLM2_PRESET, LoadedModel, is_named_model, load_chat_model, stop_ids
 from sqlenv.agents.model_identity import weights_fingerprint
+from sqlenv.agents.reply_formats import FORMAT_JSON, json_tool_call
 from sqlenv.agents.solved_examples import SolvedExamples, read_prompt_settings
 from sqlenv.agents.tools import TOOLS, tool_call_to_action
 from sqlenv.data import Dataset
@@ -76,7 +78,7 @@ class LLMPolicy(ChatToolPolicy):
         self._cache: Any = None
         self._cached_ids: list[int] = []
         self.model_name = model
-        self.name = self._named(Path(model).name if model != SMOLLM2_PRESET else model)
+        self.name = self._named(model if is_named_model(model) else Path(model).name)
         self.max_new_tokens = resolve_max_new_tokens(max_new_tokens)
         self.max_context_tokens = max_context_tokens
         self.greedy = greedy
@@ -85,9 +87,10 @@ class LLMPolicy(ChatToolPolicy):
 
     @property
     def weights_fingerprint(self) -> str | None:
-        """The fingerprint of a local model's weight files (`sqlenv.agents.model_identity`); None for the
-        preset and hub ids. Episode journals record it."""
-        return None if self.model_name == SMOLLM2_PRESET else weights_fingerprint(self.model_name)
+        """The fingerprint of a local model's weight files (`sqlenv.agents.model_identity`); None for
+        presets, pinned models (their name stands for fixed weights) and hub ids. Episode journals
+        record it."""
+        return None if is_named_model(self.model_name) else weights_fingerprint(self.model_name)
 
     def clone(self, *, max_batch: int | None = None) -> LLMPolicy:
         """A policy with the same settings and its own conversation. The model is shared, and so
@@ -248,15 +251,23 @@ class LLMPolicy(ChatToolPolicy):
         return self._cache
 
     def _parse(self, text: str) -> tuple[SQLAction | None, str]:
+        """The action in a reply: a call in the chat template's tags (the tokenizer's response
+        schema), else a JSON object in a code fence or bare (`sqlenv.agents.reply_formats`)."""
+        problem = "no tool call found"
         try:
             parsed = self.loaded.tokenizer.parse_response(text, prefix="")
         except Exception as exc:  # the parser's errors are not a stable type across versions
-            return None, f"unreadable reply: {exc}"
+            parsed, problem = {}, f"unreadable reply: {exc}"
         calls = parsed.get("tool_calls") or []
-        if not calls:
-            return None, "no tool call found"
-        function = calls[0].get("function", {})
+        if calls:
+            function = calls[0].get("function", {})
+            name, arguments = function.get("name", ""), function.get("arguments")
+        else:
+            found = json_tool_call(text)
+            if found is None:
+                return None, problem
+            (name, arguments), self._reply_format = found, FORMAT_JSON
         try:
-            return tool_call_to_action(function.get("name", ""), function.get("arguments")), ""
+            return tool_call_to_action(name, arguments), ""
         except ValueError as exc:
             return None, str(exc)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from sqlenv.agents.chat_policy import ChatToolPolicy, resolve_max_new_tokens
+from sqlenv.agents.reply_formats import FORMAT_JSON, json_tool_call
 from sqlenv.agents.solved_examples import SolvedExamples
 from sqlenv.agents.tools import TOOLS, tool_call_to_action
 from sqlenv.data import Dataset
@@ -88,7 +89,14 @@ class OpenAIPolicy(ChatToolPolicy):
         message = choice.message
         text = message.content or ""
         if not message.tool_calls:
-            return None, "no tool call found", text
+            found = json_tool_call(text)  # a call written as JSON in the text (reply_formats)
+            if found is None:
+                return None, "no tool call found", text
+            self._reply_format = FORMAT_JSON
+            try:
+                return tool_call_to_action(*found), "", text
+            except ValueError as exc:
+                return None, str(exc), text
         call = message.tool_calls[0]
         try:
             return tool_call_to_action(call.function.name, call.function.arguments), "", text

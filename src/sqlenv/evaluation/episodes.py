@@ -100,6 +100,7 @@ def run_episode(
         actions=list(observation.action_history),
         question=record.question,
         format_errors=int(getattr(policy, "format_errors", 0) or 0),
+        call_formats=dict(getattr(policy, "call_formats", None) or {}),
         verdict=observation.result if answered else NO_ANSWER_VERDICT,
         transcript=transcript,
         seen_in_train=env.dataset.seen_in_train(question_id),

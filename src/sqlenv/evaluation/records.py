@@ -5,7 +5,8 @@ comparisons read and write."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -67,6 +68,9 @@ class EpisodeRecord:
     # Whether a train question has the same gold SQL (`Dataset.seen_in_train`); None for train
     # questions and datasets without a train split.
     seen_in_train: bool | None = None
+    # Accepted tool calls by the format the model wrote them in (`sqlenv.agents.reply_formats`);
+    # empty for policies that make no tool calls.
+    call_formats: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
@@ -101,6 +105,10 @@ class EvaluationResult:
     finished_after_gap: int = 0
     # Keyed SEEN_IN_TRAIN / NOT_IN_TRAIN: recall of a trained query vs the rest (`sqlenv.data.overlap`).
     by_train_overlap: dict[str, dict[str, float]] = field(default_factory=dict)
+    # 95 % Wilson interval of success_rate (`wilson_interval`).
+    success_interval: tuple[float, float] = (0.0, 0.0)
+    # All episodes' accepted tool calls by format (`EpisodeRecord.call_formats`).
+    call_formats: dict[str, int] = field(default_factory=dict)
 
     def to_json(self, include_episodes: bool = True) -> dict[str, Any]:
         data = asdict(self)
@@ -118,6 +126,25 @@ def with_train_overlap(episode: EpisodeRecord, dataset: Dataset) -> EpisodeRecor
     if episode.seen_in_train is not None:
         return episode
     return replace(episode, seen_in_train=dataset.seen_in_train(episode.question_id))
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a success rate (95 % with the default z).
+
+    Args:
+        successes: episodes that succeeded.
+        n: episodes in all.
+        z: the normal quantile of the interval's confidence.
+
+    Returns:
+        (low, high), both in [0, 1]; (0, 0) when there are no episodes.
+    """
+    if n == 0:
+        return 0.0, 0.0
+    rate = successes / n
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def group_stats(episodes: Sequence[EpisodeRecord]) -> dict[str, float]:
@@ -179,6 +206,8 @@ def summarise(
             (SEEN_IN_TRAIN, NOT_IN_TRAIN),
         ),
         format_error_rate=overall["format_error_rate"],
+        success_interval=wilson_interval(sum(e.success for e in episodes), len(episodes)),
+        call_formats=dict(sum((Counter(e.call_formats) for e in episodes), Counter())),
         seed=seed,
         backend=backend,
         wall_time_s=round(wall_time_s, 4),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from sqlenv.agents.reply_formats import CALL_FORMATS
 from sqlenv.evaluation.patterns import (
     ACTION_KINDS,
     FAILED_QUERY,
@@ -14,6 +15,13 @@ from sqlenv.evaluation.patterns import (
 )
 from sqlenv.evaluation.records import SEEN_IN_TRAIN, EpisodeRecord, EvaluationResult
 from sqlenv.evaluation.reports.names import PLOT_FILES, report_title
+
+
+def _call_formats_text(formats: dict[str, int]) -> str:
+    """`tagged 120 (75.0 %), json 40 (25.0 %)`: accepted tool calls by the format they were written in."""
+    total = sum(formats.values())
+    order = [*CALL_FORMATS, *sorted(set(formats) - set(CALL_FORMATS))]  # the template's own format first
+    return ", ".join(f"{name} {formats[name]} ({100 * formats[name] / total:.1f} %)" for name in order if name in formats)
 
 
 def _markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -72,9 +80,15 @@ def summary_markdown(result: EvaluationResult) -> str:
             [
                 ["episodes", str(result.n_episodes)],
                 ["success rate", f"{result.success_rate:.3f}"],
+                ["95 % interval (Wilson)", "{:.3f}–{:.3f}".format(*result.success_interval)],
                 ["mean reward", f"{result.avg_reward:.3f}"],
                 ["mean steps", f"{result.avg_steps:.2f}"],
                 ["format-error rate", f"{result.format_error_rate:.3f}"],
+                *(
+                    [["tool calls by format", _call_formats_text(result.call_formats)]]
+                    if result.call_formats
+                    else []
+                ),
             ],
         ),
     ]
