@@ -462,7 +462,7 @@ def test_sft_rows_are_rendered_like_grpo_prompts_with_loss_on_assistant_turns(de
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("name", ["smoke.yaml", "cpu-smollm2.yaml", "gpu-qwen3-0.6b.yaml"])
+@pytest.mark.parametrize("name", ["smoke.yaml", "cpu-smollm2.yaml", "gpu-qwen3-0.6b.yaml", "cpu-qwen0.5b.yaml", "gpu-qwen0.5b.yaml"])
 def test_shipped_configs_load(name: str) -> None:
     config = load_config(REPO / "configs" / name)
     assert config.grpo.batch_size % config.grpo.num_generations == 0
@@ -568,7 +568,7 @@ def test_the_live_reward_plot_includes_the_step_just_finished(tmp_path: Path) ->
 
 def test_the_summary_plot_has_a_panel_per_thing_measured(tmp_path: Path) -> None:
     """An SFT run logs a loss and measures no success: its summary is that one panel, not an empty
-    second one beside it (run 8's was, session 13)."""
+    second one beside it."""
     from matplotlib.image import imread
     from transformers import TrainerState
 

@@ -89,6 +89,14 @@ def test_live_visualisation_wrote_curves_a_transcript_and_success(smoke_run: Pat
     assert success and set(success[0]) == {"step", "train", "eval"}
 
 
+def test_the_learning_curve_starts_at_the_start_model_on_the_same_heldout_questions(smoke_run: Path) -> None:
+    live = smoke_run / "grpo" / "live"
+    curve = json.loads((live / "heldout.json").read_text())
+    assert [p["step"] for p in curve][:2] == [0, 2]  # the start (the SFT model), then every 2 steps
+    assert all(p["n"] == 4 and 0 <= p["success_new_sql"] <= 1 for p in curve)
+    assert (live / "learning_curve.png").stat().st_size > 10_000
+
+
 def test_the_trained_model_is_an_evaluation_policy(smoke_run: Path, spider10) -> None:
     from sqlenv.agents.registry import make_policy
     from sqlenv.agents.solved_examples import read_prompt_settings
@@ -139,3 +147,6 @@ def test_grpo_resumes_from_its_last_checkpoint(smoke_run: Path, spider_dir: Path
     # The live plots of the resumed run cover the whole run, not only the step it played.
     live_log = json.loads((smoke_run / "grpo" / "live" / "log.json").read_text())
     assert [e["step"] for e in live_log if "reward" in e] == [1, 2, 3]
+    # The held-out curve too: the points up to the checkpoint, then the resumed run's last step.
+    curve = json.loads((smoke_run / "grpo" / "live" / "heldout.json").read_text())
+    assert [p["step"] for p in curve] == [0, 2, 3]

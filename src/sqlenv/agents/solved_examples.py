@@ -1,8 +1,9 @@
 """Solved examples: the train questions most like the episode's question, with their gold SQL,
 shown in the prompt.
 
-A small model recalls few of the queries it was trained on: run 10 (docs/results.md) answered 27 of
-the 129 spider10 eval questions whose query it had seen in training as another question's. Shown
+A small model recalls few of the queries it was trained on: SmolLM2-135M fine-tuned without
+examples answered 27 of the 129 spider10 eval questions whose query it had seen in training as
+another question's (docs/results.md). Shown
 the most similar solved questions of the same database in its prompt, a model can copy or adapt a
 query from its context instead of recalling it from its weights.
 
@@ -18,7 +19,7 @@ Of the 330 spider10 train questions whose query another train question of the sa
 too, the first example is such a twin for 260 when each is left out in turn (the questions alone:
 237), which is how the equal weight of the two halves was chosen. Of the 129 eval questions with a
 train twin, the first example is one for 100 and one of the first three for 121 (the questions
-alone: 94 and 114; runs 11-14 of docs/results.md were trained and evaluated with those).
+alone: 94 and 114).
 `EXAMPLES_RANKING` names the ranking; an episode journal records it, so that a run started with
 one ranking is never continued with another (`sqlenv.evaluation.journal`).
 

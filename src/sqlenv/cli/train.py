@@ -1,4 +1,5 @@
-"""`sqlenv train sft` and `sqlenv train grpo`: TRL training from a YAML config."""
+"""`sqlenv train sft` and `sqlenv train grpo`: TRL training from a YAML config; `sqlenv train curves`:
+several runs' held-out learning curves on one plot."""
 
 from __future__ import annotations
 
@@ -7,14 +8,12 @@ from typing import Annotated
 
 import typer
 
-from sqlenv.cli.common import SpiderDirOption, console, fail, train_app
-from sqlenv.extras import has_extra, missing_extra_message
+from sqlenv.cli.common import SpiderDirOption, console, fail, fail_without_extra, train_app
 
 
 def require_training_extra(command: str) -> None:
     """End `command` with the install hint when the `llm` extra (torch, TRL, PyYAML) is missing."""
-    if not has_extra("llm"):
-        fail(missing_extra_message("llm", command))
+    fail_without_extra("llm", command)
 
 
 ConfigOption = Annotated[
@@ -79,3 +78,27 @@ def train_grpo(
     final = run_grpo(settings, resume=resume, console=console)
     console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
 
+
+
+@train_app.command("curves")
+def train_curves(
+    runs: Annotated[
+        list[str], typer.Argument(help="LABEL=RUN, RUN a GRPO run directory (runs/x/grpo) or its heldout.json")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="the PNG to write")] = Path("learning-curves.png"),
+) -> None:
+    """Held-out learning curves of several runs on one plot (e.g. dense reward vs correctness alone)."""
+    fail_without_extra("eval", "sqlenv train curves")
+    from sqlenv.training.curves import plot_heldout_curves
+
+    labelled: dict[str, Path] = {}
+    for item in runs:
+        label, sep, run = item.partition("=")
+        if not sep or not label.strip() or not run.strip():
+            fail(f"a run is LABEL=RUN, got {item!r}")
+        labelled[label.strip()] = Path(run.strip())
+    try:
+        path = plot_heldout_curves(labelled, out)
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    console.print(f"learning curves of {', '.join(labelled)} written to {path}")

@@ -22,7 +22,7 @@ its reward, and the final verdict) for reports.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sqlenv.agents.policy import Policy
@@ -54,6 +54,7 @@ def evaluate(
     record_transcripts: bool = True,
     journal: str | Path | None = None,
     play: bool = True,
+    question_ids: Sequence[str] | None = None,
 ) -> EvaluationResult:
     """Play episodes of `policy` in `env`; every question of the split once unless n_episodes.
 
@@ -74,11 +75,20 @@ def evaluate(
     holds the results so far of a run that stopped, the episodes of the plan up to its first one the
     journal lacks. Later episodes that finished are left out: run in parallel, those are the ones
     that finished early, the short ones, while a prefix of the plan is a sample like the whole.
+    `question_ids` plays those questions of the split (in that order) instead of all of them: a
+    fixed held-out set, say; `n_episodes` then samples from them.
     """
     if not play and (journal is None or not Path(journal).is_file()):
         raise ValueError(f"nothing to report without playing: no episode journal at {journal}")
     chosen = resolve_backend(parallel, backend)
-    plan = episode_plan(env.questions, n_episodes, seed)
+    questions = env.questions
+    if question_ids is not None:
+        in_split = {r.question_id: r for r in env.questions}
+        missing = [q for q in question_ids if q not in in_split]
+        if missing:
+            raise ValueError(f"question(s) not in the {env.split} split: {', '.join(missing[:5])}")
+        questions = [in_split[q] for q in question_ids]
+    plan = episode_plan(questions, n_episodes, seed)
     name = getattr(policy, "name", type(policy).__name__)
     done: dict[int, EpisodeRecord] = {}
     opened = None

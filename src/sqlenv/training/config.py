@@ -14,8 +14,18 @@ from typing import Any, Literal
 from sqlenv.agents.solved_examples import check_solved_examples_count
 
 DIFFICULTIES = ("easy", "medium", "hard", "extra")
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")  # TRL 1.16's
 # "auto": bf16 autocast only where the hardware computes in bfloat16 (`sqlenv.training.models`).
 Bf16Setting = bool | Literal["auto"]
+
+
+@dataclass
+class LoRASection:
+    enabled: bool = False
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
 
 
 @dataclass
@@ -30,22 +40,14 @@ class SFTSection:
     sample_rate: float = 0.3  # share of trajectories that SAMPLE a table
     mistake_rate: float = 0.2  # share with a first, mistaken query that is then corrected
     recovery_rate: float = 0.0  # of those, share that describe the mistyped name's table after the error
-    loss_on_mistakes: bool = False  # train on the mistaken query too (runs 1-6 did: it taught the typos)
-    clean_copies: bool = False  # beside each mistake conversation, its clean copy (run 7 lost recall without)
+    loss_on_mistakes: bool = False  # train on the mistaken query too (it teaches the typos)
+    clean_copies: bool = False  # beside each mistake conversation, its clean copy (keeps first-query recall)
     bf16: Bf16Setting = False  # autocast to bfloat16: true, false or "auto" (`resolve_bf16`)
     save_steps: int = 50
     # Run each optimisation batch's common opening (system message, tools) once, not once per
     # conversation: the same gradients, 2.1x as fast on the CPU config (`training.shared_prefix`).
     shared_prefix: bool = True
-
-
-@dataclass
-class LoRASection:
-    enabled: bool = False
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    lora: LoRASection = field(default_factory=LoRASection)  # enabled: adapters trained, merged at the end
 
 
 @dataclass
@@ -60,6 +62,10 @@ class GRPOSection:
     max_tool_calling_iterations: int = 6
     learning_rate: float = 1e-6
     beta: float = 0.04  # KL penalty towards the initial model
+    # TRL's loss aggregation, always passed to TRL so a TRL with another default changes nothing.
+    # "dapo": token losses normalised by the active tokens of the accumulated batch (no length bias).
+    loss_type: str = "dapo"
+    mask_truncated_completions: bool = False  # drop rollouts cut at max_completion_length from the loss
     temperature: float = 1.0
     curriculum: list[str] = field(default_factory=lambda: list(DIFFICULTIES))  # easy first
     max_questions: int | None = None
@@ -78,6 +84,11 @@ class LiveSection:
     transcript_every: int = 10  # one full episode with the current model every m steps (0: never)
     eval_every: int = 10  # train-vs-eval success on a few questions every n steps (0: never)
     eval_questions: int = 4  # per split
+    # The learning curve: a fixed, stratified set of eval questions (`training.heldout`), played
+    # at the start (the model GRPO starts from), every `heldout_every` steps and at the end.
+    heldout_questions: int = 0  # 0: no curve
+    heldout_every: int = 10
+    heldout_parallel: int = 8  # episodes decoded in one batch
     max_new_tokens: int = 256  # per reply, as `sqlenv eval` (sqlenv.agents.local_policy.DEFAULT_MAX_NEW_TOKENS)
 
 
@@ -163,6 +174,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         if not isinstance(getattr(config.sft, key), bool):
             raise ValueError(f"sft.{key}: expected true or false, got {getattr(config.sft, key)!r}")
     check_solved_examples_count(config.solved_examples)
+    if config.grpo.loss_type not in LOSS_TYPES:
+        raise ValueError(f"grpo.loss_type: {config.grpo.loss_type!r} is not one of {', '.join(LOSS_TYPES)}")
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})
     if unknown_rewards:
         raise ValueError(f"grpo.reward_weights: unknown part(s) {unknown_rewards}")

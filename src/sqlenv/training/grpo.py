@@ -89,7 +89,14 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
     from sqlenv.agents.solved_examples import read_prompt_settings
     from sqlenv.data import load_dataset
     from sqlenv.training.live import LiveVisualizationCallback
-    from sqlenv.training.models import bf16_for, has_gpu, load_trainable, progress_callbacks, set_threads
+    from sqlenv.training.models import (
+        bf16_for,
+        has_gpu,
+        load_trainable,
+        lora_config,
+        progress_callbacks,
+        set_threads,
+    )
     from sqlenv.training.trl_env import REWARD_FUNCS, SQLToolEnv
 
     set_threads(config.threads)
@@ -135,6 +142,8 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         max_tool_calling_iterations=section.max_tool_calling_iterations,
         temperature=section.temperature,
         beta=section.beta,
+        loss_type=section.loss_type,
+        mask_truncated_completions=section.mask_truncated_completions,
         reward_weights=[section.reward_weights.get(n, 1.0) for n in names],
         shuffle_dataset=False,  # the curriculum's order
         bf16=bf16,
@@ -147,17 +156,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         seed=config.seed,
         disable_tqdm=True,
     )
-    peft_config = None
-    if section.lora.enabled:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(
-            r=section.lora.r,
-            lora_alpha=section.lora.alpha,
-            lora_dropout=section.lora.dropout,
-            target_modules=section.lora.target_modules,
-            task_type="CAUSAL_LM",
-        )
+    peft_config = lora_config(section.lora)
     live = LiveVisualizationCallback(config, out, tokenizer=tokenizer, phase="grpo")
     trainer = GRPOTrainer(
         model=model,

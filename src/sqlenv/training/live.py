@@ -7,6 +7,11 @@ Under `<run dir>/live/`:
   the current model on a fixed train question;
 - every `eval_every` steps, success of the current model on `eval_questions` train and as many
   eval questions, appended to `success.json` and drawn train-vs-eval in `success.png`;
+- with `heldout_questions` N, the learning curve: a fixed, stratified set of N eval questions
+  (`sqlenv.training.heldout`) played at the start (the model the run starts from), every
+  `heldout_every` steps and at the end; each point (success overall, on twin and new-SQL
+  questions, mean reward, format-error rate) is appended to `heldout.json`, and
+  `learning_curve.png` draws held-out success and mean reward against the training reward;
 - at the end, `summary.png`: the curves and the success lines together.
 Episodes are played with `LLMPolicy` on the model being trained, in the real environment.
 """
@@ -55,16 +60,25 @@ class LiveVisualizationCallback(TrainerCallback):
         self.play_episodes = play_episodes
         self.logs: list[dict[str, float]] = []
         self.success: list[dict[str, float]] = []
+        self.heldout: list[dict[str, float]] = []
+        self._heldout_ids: list[str] | None = None
         self._dataset: Any = None
         self._solved: Any = None  # the solved-examples index, built on the first check
 
     # ---- trainer events ----------------------------------------------------------------------
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        """A resumed run (`--resume`) starts from the run so far: the checkpoint's log history and
-        the success points measured up to it, so the plots cover every step, not only the new ones."""
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+        """A new run measures its start on the held-out set (the curve's first point). A resumed
+        run (`--resume`) starts from the run so far: the checkpoint's log history and the success
+        and held-out points measured up to it, so the plots cover every step, not only the new ones."""
         if state.global_step == 0:
+            if model is not None and self.play_episodes and self.live.heldout_questions:
+                self.measure_heldout(model, 0)
             return
+        saved_heldout = self.dir / "heldout.json"
+        if not self.heldout and saved_heldout.is_file():
+            earlier = json.loads(saved_heldout.read_text(encoding="utf-8"))
+            self.heldout = [point for point in earlier if point.get("step", 0) <= state.global_step]
         if not self.logs:
             self.logs = [_numbers(e, e["step"]) for e in state.log_history if "step" in e]
         saved = self.dir / "success.json"
@@ -90,8 +104,14 @@ class LiveVisualizationCallback(TrainerCallback):
             self.write_transcript(model, step)
         if self.live.eval_every and step % self.live.eval_every == 0:
             self.measure_success(model, step)
+        if self.live.heldout_questions and self.live.heldout_every and step % self.live.heldout_every == 0:
+            self.measure_heldout(model, step)
 
     def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
+        """The last held-out point (unless this step has one), the plots, and the log."""
+        measured = {point["step"] for point in self.heldout}
+        if model is not None and self.play_episodes and self.live.heldout_questions and state.global_step not in measured:
+            self.measure_heldout(model, state.global_step)
         self.plot_curves(self.dir / "curves.png")
         self.plot_summary(self.dir / "summary.png")
         (self.dir / "log.json").write_text(json.dumps(self.logs, indent=1), encoding="utf-8")
@@ -114,7 +134,9 @@ class LiveVisualizationCallback(TrainerCallback):
             self._solved = SolvedExamples(self._data(), self.config.solved_examples)
         return self._solved or 0
 
-    def _evaluate(self, model: Any, split: str, n: int) -> Any:
+    def _evaluate(
+        self, model: Any, split: str, n: int | None, question_ids: list[str] | None = None, parallel: int = 1
+    ) -> Any:
         from sqlenv.agents.local_policy import LLMPolicy
         from sqlenv.env.environment import SQLEnvironment
         from sqlenv.evaluation import evaluate
@@ -131,7 +153,9 @@ class LiveVisualizationCallback(TrainerCallback):
         was_training = model.training
         model.eval()
         try:
-            return evaluate(env, policy, n_episodes=n, seed=self.config.seed)
+            return evaluate(
+                env, policy, n_episodes=n, seed=self.config.seed, question_ids=question_ids, parallel=parallel
+            )
         finally:
             if was_training:
                 model.train()
@@ -156,7 +180,83 @@ class LiveVisualizationCallback(TrainerCallback):
         self.plot_success(self.dir / "success.png")
         return point
 
+    def heldout_ids(self) -> list[str]:
+        """The held-out questions: the same for every point of the run (and of a resumed run)."""
+        if self._heldout_ids is None:
+            from sqlenv.training.heldout import heldout_questions
+
+            self._heldout_ids = heldout_questions(self._data(), self.live.heldout_questions, seed=self.config.seed)
+        return self._heldout_ids
+
+    def measure_heldout(self, model: Any, step: int) -> dict[str, float]:
+        """Play the held-out set greedily with the current model; append and plot the point.
+
+        Args:
+            model: the model being trained.
+            step: the optimisation step it has reached (0: the start).
+
+        Returns:
+            The point: step, n, success, success on twin and on new-SQL questions, mean reward,
+            format-error rate.
+        """
+        from sqlenv.training.heldout import NEW_SQL, TWIN, stratum
+
+        result = self._evaluate(
+            model, "eval", None, question_ids=self.heldout_ids(), parallel=self.live.heldout_parallel
+        )
+        kinds = {TWIN: [], NEW_SQL: []}
+        for episode in result.episodes:
+            kinds[stratum(self._data(), episode.question_id)[1]].append(episode.success)
+        point = {
+            "step": step,
+            "n": result.n_episodes,
+            "success": result.success_rate,
+            "success_twin": sum(kinds[TWIN]) / len(kinds[TWIN]) if kinds[TWIN] else 0.0,
+            "success_new_sql": sum(kinds[NEW_SQL]) / len(kinds[NEW_SQL]) if kinds[NEW_SQL] else 0.0,
+            "mean_reward": result.avg_reward,
+            "format_error_rate": result.format_error_rate,
+        }
+        self.heldout = [p for p in self.heldout if p["step"] != step] + [point]
+        (self.dir / "heldout.json").write_text(json.dumps(self.heldout, indent=1), encoding="utf-8")
+        self.plot_learning_curve(self.dir / "learning_curve.png")
+        return point
+
     # ---- plots -------------------------------------------------------------------------------
+
+    def plot_learning_curve(self, path: Path) -> Path | None:
+        """Held-out success (overall, twin, new SQL) by step, and held-out mean reward beside the
+        training reward by step."""
+        if not self.heldout:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), dpi=110)
+        steps = [p["step"] for p in self.heldout]
+        n = self.heldout[-1]["n"]
+        for key, label in (("success", "all"), ("success_twin", "twin in train"), ("success_new_sql", "new SQL")):
+            left.plot(steps, [p[key] for p in self.heldout], marker="o", label=label)
+        left.set_ylim(-0.02, 1.02)
+        left.set_xlabel("optimisation step")
+        left.set_ylabel("success rate")
+        left.set_title(f"Held-out success ({int(n)} eval questions, step 0 = start)")
+        right.plot(steps, [p["mean_reward"] for p in self.heldout], marker="o", label="held-out mean reward")
+        train = self._curve_series().get("total reward")
+        if train is not None:
+            right.plot(*train, marker=".", alpha=0.6, label="training reward (rollouts)")
+        right.set_xlabel("optimisation step")
+        right.set_ylabel("mean episode reward")
+        right.set_title("Reward: held-out episodes vs training rollouts")
+        for axes in (left, right):
+            axes.xaxis.get_major_locator().set_params(integer=True)
+            axes.grid(alpha=0.3)
+            axes.legend()
+        figure.tight_layout()
+        figure.savefig(path)
+        plt.close(figure)
+        return path
 
     def _curve_series(self) -> dict[str, tuple[list[int], list[float]]]:
         keys = REWARD_KEYS if self.phase == "grpo" else {"loss": "loss"}

@@ -12,12 +12,19 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from sqlenv.agents.devices import native_bf16
+from sqlenv.agents.local_models import model_source
+from sqlenv.training.config import LoRASection
 
-def model_source(name: str) -> str:
-    """A loadable directory or hub id for a preset, a directory or a hub id."""
-    from sqlenv.agents.local_models import SMOLLM2_PRESET, smollm2_checkpoint
-
-    return str(smollm2_checkpoint()) if name == SMOLLM2_PRESET else name
+__all__ = [
+    "bf16_for",
+    "load_tokenizer",
+    "load_trainable",
+    "lora_config",
+    "model_source",
+    "native_bf16",
+    "resolve_bf16",
+]
 
 
 def load_tokenizer(name: str) -> Any:
@@ -43,22 +50,32 @@ def load_trainable(name: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
+def lora_config(section: LoRASection) -> Any:
+    """The peft `LoraConfig` for a config's `lora` section, or None when it is not enabled.
+
+    Args:
+        section: the `sft.lora` or `grpo.lora` section.
+
+    Returns:
+        A `peft.LoraConfig` for a causal language model, or None.
+    """
+    if not section.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=section.r,
+        lora_alpha=section.alpha,
+        lora_dropout=section.dropout,
+        target_modules=section.target_modules,
+        task_type="CAUSAL_LM",
+    )
+
+
 def has_gpu() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-def native_bf16() -> tuple[bool, str]:
-    """(whether the device training runs on computes in bfloat16, what it is) for `resolve_bf16`."""
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported(), f"GPU {torch.cuda.get_device_name()}"
-    # Private but long-standing helpers (torch.cpu); absent ones count as no support.
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    native = any(getattr(torch.cpu, name, lambda: False)() for name in checks)
-    return native, f"CPU with {torch.backends.cpu.get_cpu_capability()}"
 
 
 def resolve_bf16(setting: bool | str, native: bool, device: str, where: str) -> bool:

@@ -3,7 +3,8 @@
 The data is tokenised here (`sqlenv.training.sft_data`) with TRL's training chat template, and the
 loss covers assistant turns only (the `assistant_masks` column). With `sft.shared_prefix` (the
 default) each optimisation batch's common opening runs once (`sqlenv.training.shared_prefix`).
-The final model and tokenizer are saved to `<output_dir>/sft/final`, a directory `sqlenv eval
+With `sft.lora` enabled only LoRA adapters train, and they are merged into the weights at the
+end. The final model and tokenizer are saved to `<output_dir>/sft/final`, a directory `sqlenv eval
 --policy` accepts; the log history goes to `<output_dir>/sft/log_history.json`, the data counts
 (and how many steps shared their opening) to `<output_dir>/sft/data_counts.json`.
 """
@@ -23,7 +24,14 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
     from sqlenv.agents.solved_examples import write_prompt_settings
     from sqlenv.data import load_dataset
     from sqlenv.training.live import LiveVisualizationCallback
-    from sqlenv.training.models import bf16_for, has_gpu, load_trainable, progress_callbacks, set_threads
+    from sqlenv.training.models import (
+        bf16_for,
+        has_gpu,
+        load_trainable,
+        lora_config,
+        progress_callbacks,
+        set_threads,
+    )
     from sqlenv.training.sft_data import sft_dataset
     from sqlenv.training.shared_prefix import shared_prefix_trainer_class
 
@@ -88,6 +96,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         args=args,
         train_dataset=train_data,
         processing_class=tokenizer,
+        peft_config=lora_config(section.lora),
         callbacks=[
             *progress_callbacks(),
             # Loss curves only: playing episodes would cost SFT minutes per check on a CPU.
@@ -104,7 +113,10 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
                 f"{trainer.plain_steps} ran plain"
             )
     final = out / "final"
-    trainer.save_model(str(final))
+    if section.lora.enabled:  # the adapters merged into the weights: a plain model, as without LoRA
+        trainer.model.merge_and_unload().save_pretrained(str(final))
+    else:
+        trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
     write_prompt_settings(final, solved_examples=config.solved_examples)
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1), encoding="utf-8")

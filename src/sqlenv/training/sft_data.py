@@ -69,7 +69,7 @@ def mistake(gold_sql: str, rng: random.Random) -> Mistake | None:
     Only that identifier changes: the rest of the text is the gold query's, character for
     character. Rendering the edited tree instead would reformat the whole query (`count(*)` to
     `COUNT(*)`, `  =  ` to ` = `), and a model trained on such a mistake and its correction learns
-    to answer an SQL error by reformatting the same query (run 6, `docs/results.md`)."""
+    to answer an SQL error by reformatting the same query."""
     try:
         tree = sqlglot.parse_one(gold_sql, read="sqlite")
     except sqlglot.errors.ParseError:
@@ -191,7 +191,7 @@ def oracle_conversations(
     """Conversations for the split's questions (those with a non-empty gold result), seeded. With
     `clean_copies`, a conversation with a mistaken query is followed by its clean copy
     (`without_mistakes`): with the mistake out of the loss, the mistake conversation teaches the
-    gold query only after an error, and run 7 lost first-query recall that way (docs/results.md).
+    gold query only after an error, and a model trained on those alone loses first-query recall.
     With `solved_examples` N, each question message shows the N most similar solved train questions
     (`sqlenv.agents.solved_examples`)."""
     from sqlenv.env.environment import SQLEnvironment
@@ -310,7 +310,7 @@ def sft_dataset(
 ) -> tuple[Any, dict[str, int]]:
     """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long). The
     mistaken queries are left out of the loss unless `loss_on_mistakes`: trained on, they teach the
-    model to make them (run 6, `docs/results.md`)."""
+    model to make them."""
     import datasets
 
     template = training_template(tokenizer)

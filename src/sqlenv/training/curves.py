@@ -1,0 +1,75 @@
+"""Learning curves of several training runs on one plot: the held-out points each run's live
+callback wrote (`<run>/live/heldout.json`, `sqlenv.training.live`), side by side, so two runs of
+one config that differ in one setting (the dense reward against correctness alone, say) are
+compared on the same questions and steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["heldout_points", "plot_heldout_curves"]
+
+
+def heldout_points(run: Path) -> list[dict[str, Any]]:
+    """The held-out points of a run.
+
+    Args:
+        run: a GRPO run directory (`runs/x/grpo`), its `live` folder, or a `heldout.json` file.
+
+    Returns:
+        The points in step order.
+
+    Raises:
+        FileNotFoundError: no `heldout.json` there (the run measured no held-out set).
+    """
+    for candidate in (run, run / "heldout.json", run / "live" / "heldout.json"):
+        if candidate.is_file():
+            return sorted(json.loads(candidate.read_text(encoding="utf-8")), key=lambda p: p["step"])
+    raise FileNotFoundError(f"no heldout.json in {run} (set live.heldout_questions in the run's config)")
+
+
+def plot_heldout_curves(runs: dict[str, Path], out: Path) -> Path:
+    """Held-out success (all, and new-SQL dashed) and mean reward of several runs against steps.
+
+    Args:
+        runs: label -> run (as `heldout_points` takes).
+        out: the PNG to write.
+
+    Returns:
+        `out`.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), dpi=110)
+    sizes = set()
+    for index, (label, run) in enumerate(runs.items()):
+        points = heldout_points(run)
+        sizes |= {p["n"] for p in points}
+        steps = [p["step"] for p in points]
+        color = f"C{index}"
+        left.plot(steps, [p["success"] for p in points], marker="o", color=color, label=f"{label}: all")
+        left.plot(
+            steps, [p["success_new_sql"] for p in points], marker="x", ls="--", color=color, label=f"{label}: new SQL"
+        )
+        right.plot(steps, [p["mean_reward"] for p in points], marker="o", color=color, label=label)
+    questions = ", ".join(str(int(n)) for n in sorted(sizes))
+    left.set_ylim(-0.02, 1.02)
+    left.set_ylabel("held-out success rate")
+    left.set_title(f"Held-out success ({questions} eval questions, step 0 = start)")
+    right.set_ylabel("held-out mean episode reward")
+    right.set_title("Held-out mean reward")
+    for axes in (left, right):
+        axes.set_xlabel("optimisation step")
+        axes.xaxis.get_major_locator().set_params(integer=True)
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out)
+    plt.close(figure)
+    return out

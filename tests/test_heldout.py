@@ -1,0 +1,96 @@
+"""The held-out set of a learning curve: eval questions only, stratified by difficulty and by
+twin / new SQL, the same every time; and the curve's plot and resume."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sqlenv.training.heldout import NEW_SQL, TWIN, heldout_questions, stratum
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_heldout_set_keeps_the_eval_splits_mix_and_never_a_train_question(spider10) -> None:
+    ids = heldout_questions(spider10, 60)
+    assert len(ids) == len(set(ids)) == 60
+    eval_ids = {r.question_id for r in spider10.split("eval")}
+    assert set(ids) <= eval_ids
+    usable = [r.question_id for r in spider10.split("eval") if not r.empty_gold]
+    whole = Counter(stratum(spider10, q) for q in usable)
+    chosen = Counter(stratum(spider10, q) for q in ids)
+    for key, count in whole.items():  # each stratum within one question of its proportional share
+        assert abs(chosen[key] - 60 * count / len(usable)) < 1, key
+    kinds = Counter(kind for _, kind in chosen.elements())
+    assert kinds[TWIN] > 0 and kinds[NEW_SQL] > 0
+    assert heldout_questions(spider10, 60) == ids  # deterministic
+    assert heldout_questions(spider10, 60, seed=1) != ids
+
+
+def test_a_heldout_set_larger_than_the_split_is_refused(spider10) -> None:
+    with pytest.raises(ValueError, match="usable questions"):
+        heldout_questions(spider10, 10_000)
+    with pytest.raises(ValueError, match="usable questions"):
+        heldout_questions(spider10, 0)
+
+
+def test_the_learning_curve_is_drawn_and_a_resumed_run_keeps_its_points(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from transformers import TrainerState
+
+    from sqlenv.training.config import load_config
+    from sqlenv.training.live import LiveVisualizationCallback
+
+    config = load_config(REPO / "configs" / "smoke.yaml")
+    points = [
+        {"step": s, "n": 4, "success": v, "success_twin": v, "success_new_sql": 0.0, "mean_reward": v / 2,
+         "format_error_rate": 0.1}
+        for s, v in ((0, 0.25), (2, 0.5), (4, 0.75))
+    ]  # fmt: skip
+    (tmp_path / "live").mkdir()
+    (tmp_path / "live" / "heldout.json").write_text(json.dumps(points))
+    callback = LiveVisualizationCallback(config, tmp_path, tokenizer=None, phase="grpo")
+    callback.on_train_begin(None, TrainerState(global_step=2), None)
+    assert [p["step"] for p in callback.heldout] == [0, 2]  # past the checkpoint: not kept
+    callback.on_log(None, TrainerState(global_step=1), None, logs={"reward": 0.2})
+    assert callback.plot_learning_curve(tmp_path / "curve.png") == tmp_path / "curve.png"
+    assert (tmp_path / "curve.png").stat().st_size > 10_000
+
+
+def test_an_unknown_loss_type_is_refused() -> None:
+    pytest.importorskip("yaml")
+    from sqlenv.training.config import load_config
+
+    with pytest.raises(ValueError, match=r"grpo\.loss_type: 'ppo' is not one of"):
+        load_config(REPO / "configs" / "smoke.yaml", {"grpo.loss_type": "ppo"})
+    assert load_config(REPO / "configs" / "smoke.yaml").grpo.loss_type == "dapo"
+
+
+def test_two_runs_curves_are_drawn_on_one_plot_and_a_run_without_one_is_named(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+
+    for name, values in (("dense", (0.2, 0.4)), ("correctness", (0.2, 0.25))):
+        live = tmp_path / name / "grpo" / "live"
+        live.mkdir(parents=True)
+        live.joinpath("heldout.json").write_text(json.dumps([
+            {"step": s, "n": 60, "success": v, "success_twin": v, "success_new_sql": v / 2, "mean_reward": v,
+             "format_error_rate": 0.0}
+            for s, v in zip((0, 10), values, strict=True)
+        ]))  # fmt: skip
+    out = tmp_path / "both.png"
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["train", "curves", f"dense={tmp_path / 'dense' / 'grpo'}", f"correctness={tmp_path / 'correctness' / 'grpo'}", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_size > 10_000
+    result = runner.invoke(app, ["train", "curves", f"none={tmp_path}", "--out", str(out)])
+    assert result.exit_code == 2 and "no heldout.json" in result.output
+    result = runner.invoke(app, ["train", "curves", "justapath", "--out", str(out)])
+    assert result.exit_code == 2 and "LABEL=RUN" in result.output
