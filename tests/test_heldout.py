@@ -94,3 +94,24 @@ def test_two_runs_curves_are_drawn_on_one_plot_and_a_run_without_one_is_named(tm
     assert result.exit_code == 2 and "no heldout.json" in result.output
     result = runner.invoke(app, ["train", "curves", "justapath", "--out", str(out)])
     assert result.exit_code == 2 and "LABEL=RUN" in result.output
+
+
+def test_sqlenv_eval_plays_exactly_the_heldout_set(tmp_path: Path, spider_dir: Path, spider10) -> None:
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+
+    out = tmp_path / "oracle.json"
+    result = CliRunner().invoke(
+        app,
+        ["eval", "--policy", "oracle", "--dataset", "spider10", "--spider-dir", str(spider_dir),
+         "--heldout", "60", "--json", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    played = json.loads(out.read_text())
+    assert [e["question_id"] for e in played["episodes"]] == heldout_questions(spider10, 60)
+    assert played["success_rate"] == 1.0
+    refused = CliRunner().invoke(
+        app, ["eval", "--policy", "oracle", "--dataset", "spider10", "--spider-dir", str(spider_dir), "--heldout", "9999"]
+    )
+    assert refused.exit_code == 2 and "usable questions" in refused.output

@@ -179,3 +179,13 @@ def test_a_pinned_model_not_fetched_yet_says_how_to_fetch_it(tmp_path: Path, mon
     result = CliRunner().invoke(app, ["eval", "--policy", "qwen2.5-coder-0.5b", "--dataset", "demo", "--episodes", "1"])
     assert result.exit_code == 2
     assert "sqlenv models fetch qwen2.5-coder-0.5b" in " ".join(result.output.split())
+
+
+def test_models_list_names_every_pinned_model_and_what_is_here(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SQLENV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", "200")
+    result = CliRunner().invoke(app, ["models", "list"])
+    assert result.exit_code == 0
+    for model in PINNED_MODELS.values():
+        row = next(line for line in result.output.splitlines() if model.name in line)
+        assert f"{model.gguf_size:,}" in row and row.rstrip(" │").endswith("no")

@@ -150,3 +150,23 @@ def test_grpo_resumes_from_its_last_checkpoint(smoke_run: Path, spider_dir: Path
     # The held-out curve too: the points up to the checkpoint, then the resumed run's last step.
     curve = json.loads((smoke_run / "grpo" / "live" / "heldout.json").read_text())
     assert [p["step"] for p in curve] == [0, 2, 3]
+
+
+def test_an_sft_warm_up_with_lora_saves_a_plain_model_changed_only_where_the_adapters_were(
+    tmp_path: Path, spider_dir: Path
+) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    from sqlenv.training.models import model_source
+
+    # 8 trajectories, 2 optimisation steps: the first runs at learning rate 0 (warm-up), the second updates.
+    short = ["--set", "sft.max_examples=8", "--set", "sft.epochs=1", "--set", "sft.lora.enabled=true"]
+    _train("sft", tmp_path, spider_dir, *short)
+    final = tmp_path / "sft" / "final"
+    assert not (final / "adapter_config.json").exists()  # merged: a plain checkpoint
+    trained = load_file(str(final / "model.safetensors"))
+    base = load_file(str(Path(model_source("smollm2-135m")) / "model.safetensors"))
+    query = "model.layers.0.self_attn.q_proj.weight"  # a LoRA target of the default config
+    assert not torch.equal(trained[query], base[query])
+    assert torch.equal(trained["model.layers.0.mlp.up_proj.weight"], base["model.layers.0.mlp.up_proj.weight"])

@@ -127,6 +127,7 @@ def _run_policies(
     journal: Path | None = None,
     play: bool = True,
     settings: PolicySettings | None = None,
+    heldout: int | None = None,
 ) -> list[EvaluationResult]:
     """Evaluate each named policy on the same questions with the same seeds (one progress bar each)."""
     from contextlib import nullcontext
@@ -170,7 +171,16 @@ def _run_policies(
         except ValueError as exc:
             env.close()
             fail(str(exc))
-    total = episodes if episodes is not None else len(env.questions)
+    question_ids = None
+    if heldout is not None:  # the learning curve's held-out set (sqlenv.training.heldout)
+        from sqlenv.training.heldout import heldout_questions
+
+        try:
+            question_ids = heldout_questions(data, heldout, split=split.value, seed=seed)
+        except ValueError as exc:
+            env.close()
+            fail(str(exc))
+    total = episodes if episodes is not None else len(question_ids or env.questions)
     results: list[EvaluationResult] = []
     try:
         session = RaySession(ray_address) if chosen == "ray" else nullcontext()
@@ -202,6 +212,7 @@ def _run_policies(
                             ray_address=ray_address,
                             journal=journal / f"{slug(name)}.jsonl" if journal is not None else None,
                             play=play,
+                            question_ids=question_ids,
                         )
                     except ValueError as exc:  # a journal of another run
                         fail(str(exc))
@@ -299,6 +310,14 @@ def eval_command(
             "(the planned episodes up to the first one the journal lacks)",
         ),
     ] = False,
+    heldout: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="play only the N-question held-out set that training's learning curve measures "
+            "(stratified by difficulty and twin / new SQL; the same for the same --seed)",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate policies on a dataset split and print a table of results."""
     names = _policy_names(policy)
@@ -319,10 +338,11 @@ def eval_command(
         journal,
         play=not journal_only,
         settings=settings,
+        heldout=heldout,
     )
     console.print(
         _results_table(
-            f"{dataset} / {split.value}: success rate overall and by difficulty, mean reward and steps",
+            f"{dataset} / {split.value}{f' (held-out {heldout})' if heldout else ''}: success rate overall and by difficulty, mean reward and steps",
             results,
         )
     )

@@ -1,0 +1,137 @@
+"""Where one GRPO step's wall time goes, for a training config against SmolLM2-135M's.
+
+A step of `sqlenv train grpo` is built exactly as the command builds it (`build_grpo_trainer`:
+the config's rollouts, completion budget, LoRA, environments), started from the config's base
+model (no SFT needed), and split three ways:
+1. generation: the model decoding rollouts (TRL's `_generate_single_turn`, every turn);
+2. environment: sqlenv's `reset` and `step` inside the rollouts (the tool calls);
+3. the rest: scoring (log-probabilities of the policy and the reference), the loss, backward and
+   the optimiser step, and TRL's own bookkeeping.
+The baseline is the same step with SmolLM2-135M (the `smollm2-135m` preset) in the same process,
+the same rollouts and budgets; the first step of each is a warm-up and is not reported.
+
+Run: .venv/bin/python benchmarks/bench_grpo_step.py --config configs/cpu-qwen0.5b.yaml
+     --spider-dir ../shared/spider [--steps 2] [--threads N] [--set grpo.max_completion_length=512 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from typing import Any
+
+from transformers import TrainerCallback
+
+from training_timing import StepClock, parse_timing_args
+
+
+class _Timer:
+    """Seconds spent inside the wrapped calls since the last `take()`."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+
+    def wrap(self, function: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.total += time.perf_counter() - started
+
+        return timed
+
+    def take(self) -> float:
+        spent, self.total = self.total, 0.0
+        return spent
+
+
+def _measure(config_path: str, model: str, steps: int, overrides: dict[str, Any]) -> list[dict[str, float]]:
+    from sqlenv.env.environment import SQLEnvironment
+    from sqlenv.training.config import load_config
+    from sqlenv.training.grpo import build_grpo_trainer
+
+    with tempfile.TemporaryDirectory() as out:
+        settings = {
+            **overrides,
+            "model": model,
+            "output_dir": out,
+            "sft.enabled": False,
+            "grpo.init_from": None,
+            "grpo.max_steps": steps,
+            "grpo.save_steps": 10_000,
+            "live.transcript_every": 0,
+            "live.eval_every": 0,
+            "live.heldout_questions": 0,
+            "live.plot_every": 0,
+        }
+        config = load_config(config_path, settings)
+        environment, generation = _Timer(), _Timer()
+        originals = SQLEnvironment.reset, SQLEnvironment.step
+        SQLEnvironment.reset = environment.wrap(SQLEnvironment.reset)  # type: ignore[method-assign]
+        SQLEnvironment.step = environment.wrap(SQLEnvironment.step)  # type: ignore[method-assign]
+        try:
+            trainer = build_grpo_trainer(config)
+            trainer._generate_single_turn = generation.wrap(trainer._generate_single_turn)
+            clock = StepClock()
+            rows: list[dict[str, float]] = []
+
+            class Split(TrainerCallback):
+                def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
+                    environment.take()  # what happened before the step is not the step's
+                    generation.take()
+
+                def on_step_end(self, *args: Any, **kwargs: Any) -> None:
+                    rows.append({"generation": generation.take(), "environment": environment.take()})
+
+            trainer.add_callback(clock)
+            trainer.add_callback(Split())
+            trainer.train()
+        finally:
+            SQLEnvironment.reset, SQLEnvironment.step = originals  # type: ignore[method-assign]
+    for row, total in zip(rows, clock.durations, strict=True):
+        row["total"] = total
+        row["rest"] = total - row["generation"] - row["environment"]
+    return rows[1:]  # the first step warms up
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="the training config whose GRPO step is measured")
+    parser.add_argument("--steps", type=int, default=2, help="optimisation steps per model (the first warms up)")
+    parser.add_argument("--spider-dir", default=None)
+    parser.add_argument("--baseline-model", default="smollm2-135m")
+    parser.add_argument("--set", action="append", default=[], dest="sets", help="KEY=VALUE config override")
+    args = parse_timing_args(parser)
+    import yaml
+
+    from sqlenv.training.config import load_config
+
+    overrides: dict[str, Any] = {"spider_dir": args.spider_dir} if args.spider_dir else {}
+    for item in args.sets:
+        key, _, value = item.partition("=")
+        overrides[key] = yaml.safe_load(value)
+    model = load_config(args.config, overrides).model
+    results = {name: _measure(args.config, name, args.steps, overrides) for name in (args.baseline_model, model)}
+
+    def mean(name: str, part: str) -> float:
+        return sum(r[part] for r in results[name]) / len(results[name])
+
+    print(f"GRPO step of {args.config} (mean of {args.steps - 1} step(s) after a warm-up), seconds:")
+    print(f"{'model':<24}{'generation':>12}{'environment':>13}{'rest':>10}{'total':>10}")
+    for name in results:
+        print(
+            f"{name:<24}{mean(name, 'generation'):>12.2f}{mean(name, 'environment'):>13.4f}"
+            f"{mean(name, 'rest'):>10.2f}{mean(name, 'total'):>10.2f}"
+        )
+    for part in ("generation", "environment", "rest", "total"):
+        base = mean(args.baseline_model, part)
+        ratio = mean(model, part) / base if base else float("nan")
+        print(f"{model} / {args.baseline_model}, {part}: {ratio:.2f}x")
+    share = mean(model, "environment") / mean(model, "total")
+    print(f"environment share of {model}'s step: {100 * share:.3f} %")
+
+
+if __name__ == "__main__":
+    main()
