@@ -2,7 +2,8 @@
 
 A step of `sqlenv train grpo` is built exactly as the command builds it (`build_grpo_trainer`:
 the config's rollouts, completion budget, LoRA, environments), started from the config's base
-model (no SFT needed), and split three ways:
+model (no SFT needed) or from `--init-from` (an untrained model that writes no tool call in the
+template's tags makes no environment calls: give an SFT model to see them), and split three ways:
 1. generation: the model decoding rollouts (TRL's `_generate_single_turn`, every turn);
 2. environment: sqlenv's `reset` and `step` inside the rollouts (the tool calls);
 3. the rest: scoring (log-probabilities of the policy and the reference), the loss, backward and
@@ -17,6 +18,7 @@ Run: .venv/bin/python benchmarks/bench_grpo_step.py --config configs/cpu-qwen0.5
 from __future__ import annotations
 
 import argparse
+import gc
 import tempfile
 import time
 from typing import Any
@@ -47,7 +49,9 @@ class _Timer:
         return spent
 
 
-def _measure(config_path: str, model: str, steps: int, overrides: dict[str, Any]) -> list[dict[str, float]]:
+def _measure(
+    config_path: str, model: str, steps: int, overrides: dict[str, Any], init_from: str | None = None
+) -> list[dict[str, float]]:
     from sqlenv.env.environment import SQLEnvironment
     from sqlenv.training.config import load_config
     from sqlenv.training.grpo import build_grpo_trainer
@@ -58,7 +62,7 @@ def _measure(config_path: str, model: str, steps: int, overrides: dict[str, Any]
             "model": model,
             "output_dir": out,
             "sft.enabled": False,
-            "grpo.init_from": None,
+            "grpo.init_from": init_from,
             "grpo.max_steps": steps,
             "grpo.save_steps": 10_000,
             "live.transcript_every": 0,
@@ -85,9 +89,17 @@ def _measure(config_path: str, model: str, steps: int, overrides: dict[str, Any]
                 def on_step_end(self, *args: Any, **kwargs: Any) -> None:
                     rows.append({"generation": generation.take(), "environment": environment.take()})
 
+                def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+                    if logs and "completions/mean_length" in logs and rows:  # the step just ended
+                        rollouts = config.grpo.batch_size * config.grpo.gradient_accumulation_steps
+                        rows[-1]["tokens"] = float(logs["completions/mean_length"]) * rollouts
+                        rows[-1]["tool_calls"] = float(logs.get("tools/call_frequency", 0.0))
+
             trainer.add_callback(clock)
             trainer.add_callback(Split())
             trainer.train()
+            del trainer  # free this model before the next one loads
+            gc.collect()
         finally:
             SQLEnvironment.reset, SQLEnvironment.step = originals  # type: ignore[method-assign]
     for row, total in zip(rows, clock.durations, strict=True):
@@ -102,6 +114,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2, help="optimisation steps per model (the first warms up)")
     parser.add_argument("--spider-dir", default=None)
     parser.add_argument("--baseline-model", default="smollm2-135m")
+    parser.add_argument(
+        "--init-from", default=None, help="start the config's model from this checkpoint (an SFT model, say)"
+    )
+    parser.add_argument("--baseline-init-from", default=None, help="start the baseline from this checkpoint")
     parser.add_argument("--set", action="append", default=[], dest="sets", help="KEY=VALUE config override")
     args = parse_timing_args(parser)
     import yaml
@@ -113,18 +129,26 @@ def main() -> None:
         key, _, value = item.partition("=")
         overrides[key] = yaml.safe_load(value)
     model = load_config(args.config, overrides).model
-    results = {name: _measure(args.config, name, args.steps, overrides) for name in (args.baseline_model, model)}
+    results = {
+        args.baseline_model: _measure(args.config, args.baseline_model, args.steps, overrides, args.baseline_init_from),
+        model: _measure(args.config, model, args.steps, overrides, args.init_from),
+    }
 
     def mean(name: str, part: str) -> float:
-        return sum(r[part] for r in results[name]) / len(results[name])
+        return sum(r.get(part, 0.0) for r in results[name]) / len(results[name])
 
     print(f"GRPO step of {args.config} (mean of {args.steps - 1} step(s) after a warm-up), seconds:")
-    print(f"{'model':<24}{'generation':>12}{'environment':>13}{'rest':>10}{'total':>10}")
+    print(f"{'model':<24}{'generation':>12}{'environment':>13}{'rest':>10}{'total':>10}{'tokens':>9}{'calls':>7}")
     for name in results:
         print(
             f"{name:<24}{mean(name, 'generation'):>12.2f}{mean(name, 'environment'):>13.4f}"
-            f"{mean(name, 'rest'):>10.2f}{mean(name, 'total'):>10.2f}"
+            f"{mean(name, 'rest'):>10.2f}{mean(name, 'total'):>10.2f}{mean(name, 'tokens'):>9.0f}"
+            f"{mean(name, 'tool_calls'):>7.2f}"
         )
+    print("tokens: completion tokens of the step's rollouts; calls: tool calls per rollout")
+    for name in results:
+        if mean(name, "tokens"):
+            print(f"{name}: {1000 * mean(name, 'generation') / mean(name, 'tokens'):.1f} s of generation per 1k completion tokens")
     for part in ("generation", "environment", "rest", "total"):
         base = mean(args.baseline_model, part)
         ratio = mean(model, part) / base if base else float("nan")

@@ -465,7 +465,7 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("name", ["smoke.yaml", "cpu-smollm2.yaml", "gpu-qwen3-0.6b.yaml", "cpu-qwen0.5b.yaml", "gpu-qwen0.5b.yaml"])
 def test_shipped_configs_load(name: str) -> None:
     config = load_config(REPO / "configs" / name)
-    assert config.grpo.batch_size % config.grpo.num_generations == 0
+    assert (config.grpo.batch_size * config.grpo.gradient_accumulation_steps) % config.grpo.num_generations == 0
 
 
 def test_config_errors_name_the_problem(tmp_path: Path) -> None:

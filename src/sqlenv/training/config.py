@@ -56,7 +56,9 @@ class GRPOSection:
     init_from: str | None = None  # a model; None: the SFT output when SFT is enabled, else `model`
     max_steps: int = 20
     num_generations: int = 4
-    batch_size: int = 4  # rollouts per optimisation step (a multiple of num_generations)
+    batch_size: int = 4  # rollouts per forward/backward pass
+    # Rollouts per optimisation step: batch_size x gradient_accumulation_steps, whole groups of
+    # num_generations (a smaller batch_size bounds the memory of a pass, not what a step sees).
     gradient_accumulation_steps: int = 1
     max_completion_length: int = 384  # all turns of a rollout, tool results included
     max_tool_calling_iterations: int = 6
@@ -161,10 +163,12 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     unknown_levels = sorted(set(config.grpo.curriculum) - set(DIFFICULTIES))
     if unknown_levels:
         raise ValueError(f"grpo.curriculum: unknown difficulty {unknown_levels}; known: {DIFFICULTIES}")
-    if config.grpo.batch_size % config.grpo.num_generations:
+    # TRL generates one batch of batch_size x gradient_accumulation_steps rollouts per step, whole groups.
+    rollouts = config.grpo.batch_size * config.grpo.gradient_accumulation_steps
+    if rollouts % config.grpo.num_generations:
         raise ValueError(
-            f"grpo.batch_size ({config.grpo.batch_size}) must be a multiple of grpo.num_generations "
-            f"({config.grpo.num_generations})"
+            f"grpo.batch_size x grpo.gradient_accumulation_steps ({rollouts}) must be a multiple of "
+            f"grpo.num_generations ({config.grpo.num_generations})"
         )
     for section in ("sft", "grpo"):
         value = getattr(config, section).bf16
