@@ -173,7 +173,9 @@ def test_the_cli_names_an_unknown_model_and_a_gguf_that_is_not_the_pinned_one(tm
     assert not (tmp_path / "cache" / "models").exists()
 
 
-def test_a_pinned_model_not_fetched_yet_says_how_to_fetch_it(tmp_path: Path, monkeypatch) -> None:
+def test_a_pinned_model_not_fetched_yet_says_how_to_fetch_it(tmp_path: Path, monkeypatch, demo_dataset) -> None:
+    """`demo_dataset` is loaded (and memoised for the process) before the cache moves to tmp_path:
+    a demo set built inside tmp_path would leave later tests a memo pointing at deleted files."""
     pytest.importorskip("transformers")
     monkeypatch.setenv("SQLENV_CACHE_DIR", str(tmp_path / "cache"))
     result = CliRunner().invoke(app, ["eval", "--policy", "qwen2.5-coder-0.5b", "--dataset", "demo", "--episodes", "1"])

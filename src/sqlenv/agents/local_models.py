@@ -94,15 +94,52 @@ def _save_plain_checkpoint(gguf: Path, target: Path, dtype: Any, chat_template: 
     plain.load_state_dict(quantised.state_dict())
     if hasattr(plain.config, "quantization_config"):
         del plain.config.quantization_config
+    return _save_atomically(tokenizer, plain, target)
+
+
+def _save_atomically(tokenizer: Any, model: Any, target: Path) -> Path:
+    """Save a tokenizer and model into a staging folder beside `target`, then rename it into place.
+
+    Args:
+        tokenizer: the tokenizer to save.
+        model: the model to save.
+        target: the checkpoint directory.
+
+    Returns:
+        `target` (a concurrent builder may have won the rename, which is as good).
+    """
     staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     tokenizer.save_pretrained(staging)
-    plain.save_pretrained(staging)
+    model.save_pretrained(staging)
     try:
-        staging.rename(target)  # atomic; a concurrent builder may have won, which is as good
+        staging.rename(target)  # atomic
     except OSError:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+CHECKPOINT_DTYPES: tuple[str, ...] = ("auto", "bfloat16", "float32")
+
+
+def resolve_checkpoint_dtype(dtype: str) -> str:
+    """The torch dtype name a converted checkpoint is saved in.
+
+    Args:
+        dtype: one of `CHECKPOINT_DTYPES`; `auto` is bfloat16 where this machine computes it
+            natively, else float32.
+
+    Returns:
+        `bfloat16` or `float32`.
+
+    Raises:
+        ValueError: an unknown dtype.
+    """
+    if dtype not in CHECKPOINT_DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}: use {', '.join(CHECKPOINT_DTYPES)}")
+    if dtype == "auto":
+        return "bfloat16" if native_bf16()[0] else "float32"
+    return dtype
 
 
 class ModelNotFetchedError(ValueError):
@@ -121,14 +158,17 @@ def pinned_checkpoint_path(model: PinnedModel) -> Path:
     return cache_dir() / "models" / model.name
 
 
-def convert_pinned_model(model: PinnedModel, gguf: Path | None = None, dtype: str = "auto") -> Path:
+def convert_pinned_model(
+    model: PinnedModel, gguf: Path | None = None, dtype: str = "auto", *, verified: bool = False
+) -> Path:
     """The transformers checkpoint of a pinned model, converted once from its verified GGUF.
 
     Args:
         model: the pinned model.
-        gguf: the GGUF to convert (verified against the pins); None uses the cached, fetched one.
-        dtype: `auto` (bfloat16 where this machine computes it natively, else float32),
-            `bfloat16` or `float32`.
+        gguf: the GGUF to convert; None uses the cached, fetched one.
+        dtype: `resolve_checkpoint_dtype`'s choice.
+        verified: the caller has just checked `gguf` against the pins (`fetch_gguf` does), so
+            it is not hashed again; otherwise it is.
 
     Returns:
         The checkpoint directory; its tokenizer carries Qwen2.5's tool-calling chat template (as
@@ -138,22 +178,20 @@ def convert_pinned_model(model: PinnedModel, gguf: Path | None = None, dtype: st
         ModelNotFetchedError: no GGUF was given and none has been fetched.
         sqlenv.agents.pinned_models.ModelFetchError: the GGUF is not the pinned file.
     """
-    if dtype not in ("auto", "bfloat16", "float32"):
-        raise ValueError(f"unknown dtype {dtype!r}: use auto, bfloat16 or float32")
+    saved_as = resolve_checkpoint_dtype(dtype)
     target = pinned_checkpoint_path(model)
     if (target / "config.json").is_file():
         return target
     source = gguf if gguf is not None else gguf_cache_path(model)
     if gguf is None and not source.is_file():
         raise ModelNotFetchedError(f"{model.name} has not been fetched: sqlenv models fetch {model.name}")
-    verify_gguf(model, source)
+    if not verified:
+        verify_gguf(model, source)
     import torch
 
-    if dtype == "auto":
-        dtype = "bfloat16" if native_bf16()[0] else "float32"
     # Qwen2.5's tool-calling template as TRL ships it: byte-identical to the 0.5B GGUF's own; the
     # 1.5B GGUF's copy has a typo (`{{"name": ...}}` renders the braces twice) that TRL cannot match.
-    return _save_plain_checkpoint(source, target, getattr(torch, dtype), chat_template=_trl_qwen_template())
+    return _save_plain_checkpoint(source, target, getattr(torch, saved_as), chat_template=_trl_qwen_template())
 
 
 def save_hub_model(hub_id: str, dtype: str = "auto") -> Path:
@@ -161,8 +199,7 @@ def save_hub_model(hub_id: str, dtype: str = "auto") -> Path:
 
     Args:
         hub_id: the hub's model id (`Qwen/Qwen2.5-Coder-0.5B-Instruct`).
-        dtype: `auto` (bfloat16 where this machine computes it natively, else float32),
-            `bfloat16` or `float32`.
+        dtype: `resolve_checkpoint_dtype`'s choice.
 
     Returns:
         The checkpoint directory, `<cache>/models/<org>--<name>`; a local model directory that
@@ -172,22 +209,12 @@ def save_hub_model(hub_id: str, dtype: str = "auto") -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl.chat_template_utils import add_response_schema
 
-    if dtype == "auto":
-        dtype = "bfloat16" if native_bf16()[0] else "float32"
     target = cache_dir() / "models" / hub_id.replace("/", "--")
     if (target / "config.json").is_file():
         return target
     tokenizer = add_response_schema(AutoTokenizer.from_pretrained(hub_id))
-    model = AutoModelForCausalLM.from_pretrained(hub_id, dtype=getattr(torch, dtype))
-    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    tokenizer.save_pretrained(staging)
-    model.save_pretrained(staging)
-    try:
-        staging.rename(target)
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    model = AutoModelForCausalLM.from_pretrained(hub_id, dtype=getattr(torch, resolve_checkpoint_dtype(dtype)))
+    return _save_atomically(tokenizer, model, target)
 
 
 def model_source(name: str) -> str:

