@@ -8,6 +8,10 @@ editing a module. The defaults are the documented ones (README: "Reward" and "Sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
+
+AnswerMode = Literal["value", "sql"]
+ANSWER_MODES: tuple[AnswerMode, ...] = ("value", "sql")
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,19 @@ class SandboxLimits:
 
 # Limits used once, when gold answers are computed at dataset build time.
 GOLD_LIMITS = SandboxLimits(time_limit_s=60.0, max_rows_kept=100_000)
+
+
+def answer_sql_limits(limits: SandboxLimits) -> SandboxLimits:
+    """The limits of an ANSWER's statement in SQL-answer mode: the episode's time limit, but as
+    many rows kept as a gold result may have, so that every gold answer can be matched.
+
+    Args:
+        limits: the episode's sandbox limits.
+
+    Returns:
+        `limits` with GOLD_LIMITS' row and byte caps.
+    """
+    return replace(limits, max_rows_kept=GOLD_LIMITS.max_rows_kept, max_kept_bytes=GOLD_LIMITS.max_kept_bytes)
 
 
 @dataclass(frozen=True)
@@ -88,15 +105,26 @@ class RewardConfig:
 
 @dataclass(frozen=True)
 class EnvConfig:
-    """The episode's rules: budget, sample size, sandbox limits and rewards."""
+    """The episode's rules: budget, sample size, sandbox limits, rewards and what an answer is.
+
+    `answer_mode` "value": ANSWER gives the answer itself (a value, a list, a table), graded by
+    the verifier's typed rules. "sql": ANSWER gives one read-only SQL statement; it runs in the
+    sandbox and is correct when its result matches the gold query's under Spider's execution
+    match (`sqlenv.env.verifier.execution_match`), so success rate is execution accuracy.
+    """
 
     step_budget: int = 15
+    answer_mode: AnswerMode = "value"
     sample_rows: int = 5
     float_tolerance: float = 0.01
     # Longer ANSWER texts are wrong without being parsed (verification time grows with length).
     max_answer_chars: int = 300_000  # Spider's largest gold answer, formatted, is ~229k characters
     sandbox: SandboxLimits = field(default_factory=SandboxLimits)
     reward: RewardConfig = field(default_factory=RewardConfig)
+
+    def __post_init__(self) -> None:
+        if self.answer_mode not in ANSWER_MODES:
+            raise ValueError(f"answer_mode must be one of {', '.join(ANSWER_MODES)}, not {self.answer_mode!r}")
 
     def with_time_limit(self, seconds: float) -> EnvConfig:
         """Return a copy whose sandbox time limit is `seconds`."""

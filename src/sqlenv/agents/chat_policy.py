@@ -2,8 +2,8 @@
 feedback and context truncation. A subclass supplies only `_reply()`: a local transformers model
 (`sqlenv.agents.local_policy`) or an OpenAI-compatible server (`sqlenv.agents.openai_policy`).
 
-Each reply must be exactly one tool call (the tool schema is `sqlenv.agents.tools.TOOLS`, shared
-with training), in the chat template's tags or as a JSON object (`sqlenv.agents.reply_formats`;
+Each reply must be exactly one tool call (the tool schema is `sqlenv.agents.tools.TOOLS`, or
+`SQL_ANSWER_TOOLS` when the environment grades SQL answers; shared with training), in the chat template's tags or as a JSON object (`sqlenv.agents.reply_formats`;
 `call_formats` counts which, per episode). A reply that does not parse as a tool call is a format error: the step is spent
 (the environment receives an invalid action) and the model is told what went wrong. A reply may
 take `max_new_tokens` tokens (default 256, else `$SQLENV_MAX_NEW_TOKENS`, `sqlenv eval
@@ -17,15 +17,16 @@ from typing import Any
 from sqlenv.agents.prompts import (
     FORMAT_ERROR_ACTION,
     FORMAT_ERROR_MESSAGE,
-    SYSTEM_PROMPT,
+    answer_mode_of,
     example_messages,
     question_message,
+    system_message,
     tool_result_text,
     truncate,
 )
 from sqlenv.agents.reply_formats import FORMAT_TAGGED
 from sqlenv.agents.solved_examples import EXAMPLES_RANKING, SolvedExamples, check_solved_examples_count
-from sqlenv.agents.tools import action_to_tool_call
+from sqlenv.agents.tools import TOOLS, action_to_tool_call, tools_for_answer_mode
 from sqlenv.config import DEFAULT_PROMPT_CONFIG
 from sqlenv.data import Dataset
 from sqlenv.env.models import SQLAction, SQLObservation
@@ -83,6 +84,9 @@ class ChatToolPolicy:
         self.call_formats: dict[str, int] = {}
         self._reply_format = FORMAT_TAGGED
         self._examples: list[dict[str, Any]] | None = None
+        self._examples_mode = "value"  # the answer mode the examples were made for
+        # The tools the model is shown, by the environment's answer mode (set at each reset).
+        self._tools: tuple[dict[str, Any], ...] = TOOLS
         self._head: list[dict[str, Any]] = []
         self._turns: list[dict[str, Any]] = []
         self._pending_problem: str | None = None
@@ -93,12 +97,16 @@ class ChatToolPolicy:
         self._reply_cut_off = False  # set by `_reply()`: the last reply stopped at max_new_tokens
 
     def reset(self, observation: SQLObservation, seed: int) -> None:
-        if self._examples is None:
+        mode = answer_mode_of(observation)
+        if self._examples is None or self._examples_mode != mode:
             self._examples = (
-                example_messages(self.example_dataset, self.shots, seed=0) if self.example_dataset else []
+                example_messages(self.example_dataset, self.shots, seed=0, answer_mode=mode)  # type: ignore[arg-type]
+                if self.example_dataset
+                else []
             )
-        system = {"role": "system", "content": SYSTEM_PROMPT.format(budget=observation.budget_remaining)}
-        self._head = [system, *self._examples, question_message(observation, self._solved_index())]
+            self._examples_mode = mode
+        self._tools = tools_for_answer_mode(mode)
+        self._head = [system_message(observation), *self._examples, question_message(observation, self._solved_index())]
         self._turns = []
         self._pending_problem = None
         self.format_errors = 0

@@ -34,7 +34,7 @@ from sqlenv.agents.local_models import SMOLLM2_PRESET, LoadedModel, is_named_mod
 from sqlenv.agents.model_identity import weights_fingerprint
 from sqlenv.agents.reply_formats import FORMAT_JSON, json_tool_call
 from sqlenv.agents.solved_examples import SolvedExamples, read_prompt_settings
-from sqlenv.agents.tools import TOOLS, tool_call_to_action
+from sqlenv.agents.tools import tool_call_to_action
 from sqlenv.data import Dataset
 from sqlenv.env.models import SQLAction
 from sqlenv.settings import solved_examples_from_environment
@@ -114,7 +114,7 @@ class LLMPolicy(ChatToolPolicy):
             batch_gather_s=self.batch_gather_s,
             device=self.device,
         )
-        twin._loaded, twin._examples = self.loaded, self._examples
+        twin._loaded, twin._examples, twin._examples_mode = self.loaded, self._examples, self._examples_mode
         if batch > 1:
             with self._clone_lock:  # one batcher for all clones, however many threads ask at once
                 if self._batcher_for_clones is None:
@@ -160,7 +160,7 @@ class LLMPolicy(ChatToolPolicy):
         while True:
             ids = tok.apply_chat_template(
                 [*self._head, *self._turns],
-                tools=list(TOOLS),
+                tools=list(self._tools),
                 add_generation_prompt=True,
                 return_tensors="pt",
                 return_dict=True,

@@ -9,7 +9,7 @@ from typing import Any
 from sqlenv.agents.chat_policy import ChatToolPolicy, resolve_max_new_tokens
 from sqlenv.agents.reply_formats import FORMAT_JSON, json_tool_call
 from sqlenv.agents.solved_examples import SolvedExamples
-from sqlenv.agents.tools import TOOLS, tool_call_to_action
+from sqlenv.agents.tools import tool_call_to_action
 from sqlenv.data import Dataset
 from sqlenv.env.models import SQLAction
 from sqlenv.settings import solved_examples_from_environment
@@ -63,7 +63,7 @@ class OpenAIPolicy(ChatToolPolicy):
             temperature=self.temperature,
             max_context_chars=self.max_context_chars,
         )
-        twin._examples = self._examples
+        twin._examples, twin._examples_mode = self._examples, self._examples_mode
         return twin
 
     def _reply(self) -> tuple[SQLAction | None, str, str]:
@@ -76,7 +76,7 @@ class OpenAIPolicy(ChatToolPolicy):
             response = self.client.chat.completions.create(
                 model=self.model,
                 messages=openai_messages([*self._head, *self._turns]),
-                tools=list(TOOLS),
+                tools=list(self._tools),
                 max_tokens=self.max_new_tokens,
                 temperature=self.temperature,
             )

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlenv.agents.solved_examples import SolvedExamples, examples_text
 from sqlenv.agents.tools import action_to_tool_call
-from sqlenv.config import DEFAULT_PROMPT_CONFIG
+from sqlenv.config import DEFAULT_PROMPT_CONFIG, AnswerMode, EnvConfig
 from sqlenv.data import Dataset, QuestionRecord
 from sqlenv.env.models import SQLAction, SQLObservation
 from sqlenv.env.verifier import format_answer
@@ -24,6 +24,14 @@ SYSTEM_PROMPT = (
     "answer(value) gives the final answer and ends the episode. You have at most {budget} tool "
     "calls. Answer format: a single value as plain text (42, Paris); several values as a JSON "
     'array (["a", "b"]); rows of several columns as a JSON array of arrays ([["a", 1], ["b", 2]]).'
+)
+SQL_ANSWER_SYSTEM_PROMPT = (
+    "You answer a question about a SQLite database that you cannot see. Explore it with the tools, "
+    "one tool call per reply: describe(table_name) shows a table's columns and keys, "
+    "sample(table_name) shows a few rows, query(sql) runs one read-only SELECT statement, and "
+    "answer(value) gives the final answer and ends the episode. You have at most {budget} tool "
+    "calls. Answer format: one SQLite SELECT statement whose result answers the question; its "
+    "result is compared with the expected one."
 )
 FORMAT_ERROR_MESSAGE = (
     "Your reply was not a valid tool call ({problem}). Reply with exactly one tool call: "
@@ -44,6 +52,25 @@ def tool_result_text(observation: SQLObservation) -> str:
     return truncate(f"{TOOL_ERROR_PREFIX}{observation.error}" if observation.error else observation.result)
 
 
+def answer_mode_of(observation: SQLObservation) -> str:
+    """The answer mode an observation's environment grades ("value" when it does not say)."""
+    return str(observation.metadata.get("answer_mode", "value"))
+
+
+def system_message(observation: SQLObservation) -> dict[str, str]:
+    """The system message of an episode: the rules, its step budget and, by the environment's
+    answer mode, how to answer.
+
+    Args:
+        observation: the episode's first observation.
+
+    Returns:
+        A chat message with role "system".
+    """
+    template = SQL_ANSWER_SYSTEM_PROMPT if answer_mode_of(observation) == "sql" else SYSTEM_PROMPT
+    return {"role": "system", "content": template.format(budget=observation.budget_remaining)}
+
+
 def question_message(observation: SQLObservation, examples: SolvedExamples | None = None) -> dict[str, str]:
     """The episode's opening user message: the question, the table list and, with `examples`, the
     most similar solved train questions (`sqlenv.agents.solved_examples`)."""
@@ -53,15 +80,27 @@ def question_message(observation: SQLObservation, examples: SolvedExamples | Non
     return {"role": "user", "content": content}
 
 
-def example_messages(dataset: Dataset, count: int, seed: int) -> list[dict[str, Any]]:
-    """`count` worked examples from the train split: oracle episodes with the real tool results."""
+def example_messages(
+    dataset: Dataset, count: int, seed: int, answer_mode: AnswerMode = "value"
+) -> list[dict[str, Any]]:
+    """`count` worked examples from the train split: oracle episodes with the real tool results.
+
+    Args:
+        dataset: where the train questions come from.
+        count: how many examples (0: none).
+        seed: which questions.
+        answer_mode: what the examples answer with: the gold value ("value") or the gold SQL ("sql").
+
+    Returns:
+        The examples' messages, one user question then assistant/tool turns per example.
+    """
     if count <= 0:
         return []
     from sqlenv.env.environment import SQLEnvironment
 
     candidates = [r for r in dataset.split("train") if len(r.tables_involved) == 1 and not r.empty_gold]
     chosen = random.Random(seed).sample(candidates, min(count, len(candidates)))
-    env = SQLEnvironment(dataset=dataset, split="train")
+    env = SQLEnvironment(dataset=dataset, split="train", config=EnvConfig(answer_mode=answer_mode))
     messages: list[dict[str, Any]] = []
     for record in chosen:
         messages += _oracle_conversation(env, record)
@@ -74,7 +113,7 @@ def _oracle_conversation(env: Any, record: QuestionRecord) -> list[dict[str, Any
     plan = [
         SQLAction(action_type="DESCRIBE", argument=record.tables_involved[0]),
         SQLAction(action_type="QUERY", argument=record.gold_sql),
-        SQLAction(action_type="ANSWER", argument=format_answer(record.gold_answer, record.answer_type)),
+        SQLAction(action_type="ANSWER", argument=_oracle_answer(record, answer_mode_of(observation))),
     ]
     for action in plan:
         messages.append({"role": "assistant", "content": "", "tool_calls": [action_to_tool_call(action)]})
@@ -87,3 +126,7 @@ def _oracle_conversation(env: Any, record: QuestionRecord) -> list[dict[str, Any
             }
         )
     return messages
+
+
+def _oracle_answer(record: QuestionRecord, answer_mode: str) -> str:
+    return record.gold_sql if answer_mode == "sql" else format_answer(record.gold_answer, record.answer_type)

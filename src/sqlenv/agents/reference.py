@@ -54,7 +54,9 @@ class RandomPolicy:
 
 class OraclePolicy:
     """Knows the gold SQL: describes the tables involved, runs the gold query, answers with the
-    gold answer in the verifier's canonical format. Needs the dataset to look questions up."""
+    gold answer in the verifier's canonical format, or with the gold SQL when the environment is
+    in SQL-answer mode (the observation's metadata says which). Needs the dataset to look
+    questions up."""
 
     name = "oracle"
     format_errors = 0
@@ -74,9 +76,11 @@ class OraclePolicy:
         plan = [SQLAction(action_type="DESCRIBE", argument=t) for t in tables[:room]]
         if observation.budget_remaining >= 2:
             plan.append(SQLAction(action_type="QUERY", argument=record.gold_sql))
-        plan.append(
-            SQLAction(action_type="ANSWER", argument=format_answer(record.gold_answer, record.answer_type))
-        )
+        if observation.metadata.get("answer_mode") == "sql":
+            answer = record.gold_sql
+        else:
+            answer = format_answer(record.gold_answer, record.answer_type)
+        plan.append(SQLAction(action_type="ANSWER", argument=answer))
         self._plan = plan
 
     def act(self, observation: SQLObservation) -> SQLAction:

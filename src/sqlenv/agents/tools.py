@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from sqlenv.config import DEFAULT_CONFIG, EnvConfig
@@ -59,18 +60,47 @@ def _tools_for(config: EnvConfig) -> tuple[dict[str, Any], ...]:
             "sql",
             "A single SQLite SELECT statement.",
         ),
-        _tool(
+        _answer_tool(config),
+    )
+
+
+def _answer_tool(config: EnvConfig) -> dict[str, Any]:
+    """The answer tool: its parameter is `value` in both answer modes (one tool-call parser), its
+    description says what the environment grades."""
+    if config.answer_mode == "sql":
+        return _tool(
             "answer",
-            "Give the final answer to the question. This ends the episode.",
+            "Give the final answer to the question as one read-only SQLite SELECT statement; its "
+            "result is compared with the expected result. This ends the episode.",
             "value",
-            "The answer: a single value, or a JSON array of values (one per row; a row of several "
-            "columns is itself an array).",
-        ),
+            "A single SQLite SELECT statement whose result answers the question.",
+        )
+    return _tool(
+        "answer",
+        "Give the final answer to the question. This ends the episode.",
+        "value",
+        "The answer: a single value, or a JSON array of values (one per row; a row of several "
+        "columns is itself an array).",
     )
 
 
 # The tools of an environment with the default config; `tool_definitions(config)` for another one.
 TOOLS: tuple[dict[str, Any], ...] = _tools_for(DEFAULT_CONFIG)
+# The same in SQL-answer mode: only the answer tool's description differs.
+SQL_ANSWER_TOOLS: tuple[dict[str, Any], ...] = _tools_for(replace(DEFAULT_CONFIG, answer_mode="sql"))
+
+
+def tools_for_answer_mode(answer_mode: str) -> tuple[dict[str, Any], ...]:
+    """The default tools of an environment whose ANSWER takes a value ("value") or SQL ("sql").
+
+    Args:
+        answer_mode: the environment's `EnvConfig.answer_mode` (observations carry it in their
+            metadata as "answer_mode").
+
+    Returns:
+        `TOOLS` or `SQL_ANSWER_TOOLS` (shared: copy before editing).
+    """
+    return SQL_ANSWER_TOOLS if answer_mode == "sql" else TOOLS
 
 # tool name -> (action type, its one parameter)
 _ACTIONS: dict[str, tuple[str, str]] = {

@@ -1,13 +1,13 @@
 """The `sqlenv` command (typer + rich), one module per command group: `evaluate` (eval, compare,
 patterns), `data` (data info, data download), `serve`, `play`, `train` (train sft, train grpo, train
-curves), `models` (models fetch, models list).
+curves), `models` (models fetch, models list), `mcp` (the MCP server).
 
 Heavy modules (OpenEnv pulls in its web server stack; torch, TRL) are imported inside the
 commands, so `sqlenv --help` and `sqlenv data ...` start fast and the core install runs every
 command that needs no extra.
 """
 
-from sqlenv.cli import data, evaluate, models, play, serve, train  # noqa: F401  (each registers its commands)
+from sqlenv.cli import data, evaluate, mcp, models, play, serve, train  # noqa: F401  (each registers its commands)
 from sqlenv.cli.common import app
 
 __all__ = ["app"]

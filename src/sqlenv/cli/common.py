@@ -42,6 +42,23 @@ class Split(StrEnum):
     eval = "eval"
 
 
+class AnswerMode(StrEnum):
+    """What ANSWER takes (`sqlenv.config.EnvConfig.answer_mode`)."""
+
+    value = "value"
+    sql = "sql"
+
+
+AnswerModeOption = Annotated[
+    AnswerMode,
+    typer.Option(
+        "--answer-mode",
+        help="value: ANSWER gives the answer itself; sql: ANSWER gives one SELECT statement, graded "
+        "by Spider's execution match (success is then execution accuracy)",
+    ),
+]
+
+
 def fail(message: str) -> NoReturn:
     """Print `message` as an error and exit with status 2."""
     console.print(f"[bold red]error:[/] {escape(message)}")  # a message is text, not markup

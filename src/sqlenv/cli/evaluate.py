@@ -12,7 +12,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from sqlenv.cli.common import DatasetOption, SpiderDirOption, Split, app, console, fail, load_or_fail
+from sqlenv.cli.common import (
+    AnswerMode,
+    AnswerModeOption,
+    DatasetOption,
+    SpiderDirOption,
+    Split,
+    app,
+    console,
+    fail,
+    load_or_fail,
+)
 from sqlenv.extras import has_extra, missing_extra_message
 
 if TYPE_CHECKING:
@@ -128,6 +138,7 @@ def _run_policies(
     play: bool = True,
     settings: PolicySettings | None = None,
     heldout: int | None = None,
+    answer_mode: AnswerMode = AnswerMode.value,
 ) -> list[EvaluationResult]:
     """Evaluate each named policy on the same questions with the same seeds (one progress bar each)."""
     from contextlib import nullcontext
@@ -135,6 +146,7 @@ def _run_policies(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from sqlenv.agents.registry import make_policy
+    from sqlenv.config import EnvConfig
     from sqlenv.evaluation import (
         LocalEnvironmentFactory,
         RaySession,
@@ -156,10 +168,18 @@ def _run_policies(
     data = load_or_fail(dataset, spider_dir)
     try:
         if url is None:
-            env_factory = LocalEnvironmentFactory(data, split.value)
+            env_factory = LocalEnvironmentFactory(data, split.value, EnvConfig(answer_mode=answer_mode.value))
         else:
             env_factory = RemoteEnvironmentFactory(url, data, split.value)
         env = env_factory()
+        if url is not None:
+            served_mode = env.reset().metadata.get("answer_mode", "value")
+            if served_mode != answer_mode.value:
+                env.close()
+                fail(
+                    f"the server at {url} grades answers in mode {served_mode!r}, not {answer_mode.value!r}: "
+                    f"pass --answer-mode {served_mode}, or serve with --answer-mode {answer_mode.value}"
+                )
     except KeyError as exc:
         fail(str(exc.args[0]))
     except (OSError, ConnectionError) as exc:
@@ -223,6 +243,11 @@ def _run_policies(
     finally:
         env.close()
     return results
+
+
+def _success_words(answer_mode: AnswerMode) -> str:
+    """What the success column measures: execution accuracy when answers are SQL statements."""
+    return "execution accuracy (SQL answers)" if answer_mode == AnswerMode.sql else "success rate"
 
 
 def _results_table(title: str, results: list[EvaluationResult], *, compare: bool = False) -> Table:
@@ -302,6 +327,7 @@ def eval_command(
     device: DeviceOption = None,
     max_new_tokens: MaxNewTokensOption = None,
     solved_examples: SolvedExamplesOption = None,
+    answer_mode: AnswerModeOption = AnswerMode.value,
     journal_only: Annotated[
         bool,
         typer.Option(
@@ -339,10 +365,12 @@ def eval_command(
         play=not journal_only,
         settings=settings,
         heldout=heldout,
+        answer_mode=answer_mode,
     )
     console.print(
         _results_table(
-            f"{dataset} / {split.value}{f' (held-out {heldout})' if heldout else ''}: success rate overall and by difficulty, mean reward and steps",
+            f"{dataset} / {split.value}{f' (held-out {heldout})' if heldout else ''}: "
+            f"{_success_words(answer_mode)} overall and by difficulty, mean reward and steps",
             results,
         )
     )
@@ -388,6 +416,7 @@ def compare_command(
     device: DeviceOption = None,
     max_new_tokens: MaxNewTokensOption = None,
     solved_examples: SolvedExamplesOption = None,
+    answer_mode: AnswerModeOption = AnswerMode.value,
 ) -> None:
     """Play several policies on the same questions with the same seeds and compare them."""
     names = _policy_names(policies)
@@ -397,11 +426,12 @@ def compare_command(
     results = _run_policies(
         names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address, journal,
         settings=settings,
+        answer_mode=answer_mode,
     )
     console.print(
         _results_table(
             f"{dataset}/{split.value}, seed {seed}, {results[0].n_episodes} episodes per policy (the same ones)\n"
-            "success overall and by difficulty; mean reward and steps; fmt err: unparseable outputs per action",
+            f"{_success_words(answer_mode)} overall and by difficulty; mean reward and steps; fmt err: unparseable outputs per action",
             results,
             compare=True,
         )

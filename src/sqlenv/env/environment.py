@@ -3,7 +3,9 @@
 reset() picks a question (seeded, or by id) and shows the question and the table names only.
 step() runs one action — DESCRIBE, SAMPLE, QUERY or ANSWER — spends one step of the budget and
 pays the reward of `sqlenv.env.rewards`. ANSWER or an exhausted budget ends the episode; after the
-end every action gets an error and changes nothing. Invalid actions (unknown type, unknown
+end every action gets an error and changes nothing. What ANSWER takes follows
+`EnvConfig.answer_mode`: the answer value ("value"), or one read-only SQL statement whose result is
+graded by Spider's execution match ("sql"); every observation's metadata names the mode. Invalid actions (unknown type, unknown
 table, refused SQL) are errors the agent reads; they spend a step and never raise.
 """
 
@@ -20,8 +22,9 @@ from typing import Any
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
-from sqlenv.config import DEFAULT_CONFIG, EnvConfig
+from sqlenv.config import DEFAULT_CONFIG, EnvConfig, answer_sql_limits
 from sqlenv.data import Dataset, QuestionRecord, load_dataset
+from sqlenv.data.records import normalize_cell
 from sqlenv.env.models import ACTION_TYPES, SQLAction, SQLObservation, SQLState
 from sqlenv.env.rewards import (
     GoldProfile,
@@ -31,7 +34,7 @@ from sqlenv.env.rewards import (
     repeat_text,
     terminal_reward,
 )
-from sqlenv.env.verifier import Verdict, verify_answer
+from sqlenv.env.verifier import Verdict, execution_match, verify_answer
 from sqlenv.sandbox.executor import SandboxError
 from sqlenv.sandbox.pool import SHARED_SANDBOXES
 from sqlenv.sandbox.rendering import render_result
@@ -103,6 +106,7 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
     ) -> None:
         super().__init__()
         self.config = config or DEFAULT_CONFIG
+        self._answer_limits = answer_sql_limits(self.config.sandbox)
         self.dataset = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, spider_dir)
         self.split = split
         self.questions = self.dataset.split(split)
@@ -118,12 +122,26 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         seed: int | None = None,
         episode_id: str | None = None,
         question_id: str | None = None,
+        split: str | None = None,
+        index: int | None = None,
         **kwargs: Any,
     ) -> SQLObservation:
-        """Start an episode on `question_id`, or on a question drawn from the split (seeded)."""
+        """Start an episode on `question_id`; or on task `index` of `split` (OpenEnv's task API,
+        `split` defaulting to this environment's); or on a question drawn from the split (seeded).
+
+        Raises:
+            KeyError: an unknown question_id.
+            ValueError: an unknown argument or split, or an index outside the split.
+        """
         if kwargs:
             raise ValueError(f"unknown reset argument(s): {', '.join(sorted(kwargs))}")
-        if question_id is not None:
+        if question_id is not None and index is not None:
+            raise ValueError("reset takes a question_id or a split and index, not both")
+        if index is not None:
+            record = self._task_record(split or self.split, index, ValueError)
+        elif split is not None:
+            raise ValueError("reset(split=...) needs index= too (a task of that split)")
+        elif question_id is not None:
             record = self.dataset.get(question_id)
         else:
             rng = random.Random(seed) if seed is not None else self._rng
@@ -156,7 +174,7 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         ep.step_count += 1
         ep.history.append(f"{kind or '?'} {_short(argument)}".rstrip())
         if kind == "ANSWER":
-            return self._answer(ep, argument)
+            return self._answer(ep, argument, timeout_s)
         # A hash, not the text: an episode's memory must not grow with the size of its arguments.
         action_key = (kind, hash(repeat_text(argument)))
         repeat = action_key in ep.seen_actions
@@ -196,6 +214,54 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
     ) -> SQLObservation:
         """reset() is a dictionary lookup and a catalog read: done on the event loop."""
         return self.reset(seed=seed, episode_id=episode_id, question_id=question_id, **kwargs)
+
+    # ---- OpenEnv's task API (TaskProvider): the questions of each split, never their gold --------
+
+    def list_splits(self) -> list[dict[str, Any]]:
+        """The dataset's splits as OpenEnv task splits: name, type ("train" or "test") and size."""
+        return [
+            {"name": name, "type": "train" if name == "train" else "test", "num_tasks": len(self.dataset.split(name))}
+            for name in self.dataset.split_names
+        ]
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        """Every task of `split` (`get_task`'s shape), in the split's order."""
+        return self.get_task_range(split, 0, self.num_tasks(split))
+
+    def num_tasks(self, split: str) -> int:
+        """How many questions `split` has."""
+        return len(self._split_records(split))
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        """Task `index` of `split`: its id (the question_id), the question, database, difficulty
+        and answer type; play it with `reset(split=split, index=index)`.
+
+        Raises:
+            IndexError: an index outside the split (OpenEnv answers 400).
+        """
+        return _task(self._task_record(split, index, IndexError), split, index)
+
+    def get_task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
+        """Tasks `start` to `stop` (exclusive) of `split`, clipped to the split."""
+        records = self._split_records(split)
+        if start < 0 or stop < start:
+            raise IndexError(f"bad task range {start}:{stop}")
+        return [_task(r, split, start + i) for i, r in enumerate(records[start:stop])]
+
+    def _split_records(self, split: str) -> tuple[QuestionRecord, ...]:
+        if split not in self.dataset.split_names:
+            # IndexError: OpenEnv's task routes answer it with 400, anything else with 500.
+            raise IndexError(f"unknown split {split!r}; splits: {', '.join(self.dataset.split_names)}")
+        return self.dataset.split(split)
+
+    def _task_record(self, split: str, index: int, error: type[Exception]) -> QuestionRecord:
+        try:
+            records = self._split_records(split)
+        except IndexError as exc:
+            raise error(str(exc)) from None
+        if not 0 <= index < len(records):
+            raise error(f"task index {index} is outside split {split!r} (0 to {len(records) - 1})")
+        return records[index]
 
     async def step_async(
         self, action: SQLAction, timeout_s: float | None = None, **kwargs: Any
@@ -278,14 +344,11 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         )
 
     def _query(self, ep: _Episode, sql: str, timeout_s: float | None) -> _Outcome:
-        limit = self.config.sandbox.time_limit_s
-        if timeout_s is not None and timeout_s > 0:
-            limit = min(limit, timeout_s)
         try:
             with SHARED_SANDBOXES.lease(
                 self.dataset.db_path(ep.record.db_id), self.config.sandbox
             ) as sandbox:
-                result = sandbox.execute(sql, time_limit_s=limit)
+                result = sandbox.execute(sql, time_limit_s=self._time_limit(timeout_s))
         except SandboxError as exc:
             return _Outcome(error=str(exc))
         info_key = ("RESULT", result.columns, result.rows, result.truncated)
@@ -298,13 +361,15 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
             result=render_result(result, self.config.sandbox), executed=True, new_info=new_info, phi=phi
         )
 
-    def _answer(self, ep: _Episode, argument: str) -> SQLObservation:
+    def _answer(self, ep: _Episode, argument: str, timeout_s: float | None = None) -> SQLObservation:
         record = ep.record
         limit = self.config.max_answer_chars
         if len(argument) > limit:  # verification time grows with the answer: bound it
             verdict = Verdict(
                 False, f"wrong: the answer is too long ({len(argument)} characters, limit {limit})"
             )
+        elif self.config.answer_mode == "sql":
+            verdict = self._verify_answer_sql(ep, argument, timeout_s)
         else:
             verdict = verify_answer(
                 argument,
@@ -323,6 +388,31 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         obs.metadata["reward_components"] = {"operational": 0.0, "progress": 0.0, "terminal": reward}
         return obs
 
+    def _verify_answer_sql(self, ep: _Episode, sql: str, timeout_s: float | None) -> Verdict:
+        """Run the answer's statement in the sandbox and grade its result by execution match."""
+        if not sql.strip():
+            return Verdict(False, "wrong: the answer must be one read-only SQL statement (answer mode 'sql')")
+        try:
+            with SHARED_SANDBOXES.lease(self.dataset.db_path(ep.record.db_id), self._answer_limits) as sandbox:
+                result = sandbox.execute(sql, time_limit_s=self._time_limit(timeout_s))
+        except SandboxError as exc:
+            return Verdict(False, f"wrong: the answer's SQL did not run: {exc}")
+        record = ep.record
+        if result.truncated:  # more rows than any gold result has
+            return Verdict(False, f"wrong: the query returned more than {len(result.rows)} rows")
+        rows = [tuple(normalize_cell(c) for c in row) for row in result.rows]
+        if execution_match(rows, record.gold_answer, record.order_sensitive):
+            return Verdict(True, "correct: the query's result matches the gold result")
+        if len(rows) != len(record.gold_answer):
+            return Verdict(False, f"wrong: the query returned {_rows(len(rows))}, not the expected result")
+        return Verdict(False, "wrong: the query's result differs from the expected result")
+
+    def _time_limit(self, timeout_s: float | None) -> float:
+        limit = self.config.sandbox.time_limit_s
+        if timeout_s is not None and timeout_s > 0:
+            limit = min(limit, timeout_s)
+        return limit
+
     def _observation(self, ep: _Episode, *, result: str, error: str, reward: float | None) -> SQLObservation:
         return SQLObservation(
             question=ep.record.question,
@@ -339,6 +429,7 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
                 "db_id": ep.record.db_id,
                 "difficulty": ep.record.difficulty,
                 "episode_id": ep.episode_id,
+                "answer_mode": self.config.answer_mode,
             },
         )
 
@@ -353,6 +444,22 @@ def _gold_profile(record: QuestionRecord) -> GoldProfile:
         entry = (record, GoldProfile.of(record.gold_answer))
         _GOLD_PROFILES[id(record)] = entry
     return entry[1]
+
+
+def _task(record: QuestionRecord, split: str, index: int) -> dict[str, Any]:
+    return {
+        "id": record.question_id,
+        "index": index,
+        "split": split,
+        "question": record.question,
+        "db_id": record.db_id,
+        "difficulty": record.difficulty,
+        "answer_type": record.answer_type,
+    }
+
+
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
 
 
 def _short(text: str, limit: int = 120) -> str:

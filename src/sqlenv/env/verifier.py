@@ -6,13 +6,19 @@ Rules (documented in the README, "Answer rules"):
 - string: trimmed, case-insensitive; two numeric strings also match numerically;
 - list (one column): order-insensitive multiset unless the gold SQL has ORDER BY;
 - table (several columns): a multiset of rows, each cell compared by its gold type; ordered only
-  when the gold SQL has ORDER BY;
+  when the gold SQL has ORDER BY; the columns may come in any order (as in Spider's execution
+  match: a question rarely fixes it), but one order must fit every row;
 - empty gold: only an explicit "no rows" answer matches ("[]", "none", "no results", "empty", "").
 Wrapping is stripped first: code fences, "Answer:" prefixes, surrounding quotes. A list or table
 answer may be a JSON array (of values, or of rows), newline-separated, comma/semicolon-separated,
 or `a | b` rows (markdown tables too). NULL cells match "null"/"none"/"".
 `format_answer` writes the canonical form the oracle uses: scalars as text, lists and tables as
 JSON arrays.
+
+SQL-answer mode (`EnvConfig.answer_mode == "sql"`) compares the result of the agent's query with
+the gold rows by `execution_match`: Spider's execution-accuracy rule (the same bag of rows, cells
+equal as SQLite returns them, columns in any order, rows in order only when the gold SQL has
+ORDER BY).
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ _EMPTY_WORDS = frozenset(
 )
 # Above this many rows an order-insensitive float comparison is not attempted pairwise.
 _MAX_PAIRWISE_ROWS = 3_000
+# Column orders tried for one table answer. Orders are drawn only from columns whose values could
+# be the gold column's, so this bound is reached only by tables of many interchangeable columns.
+_MAX_COLUMN_ORDERS = 5_040
 
 
 @dataclass(frozen=True)
@@ -260,6 +269,86 @@ def _rows_match(
     return _perfect_matching(answer, gold, float_tolerance)
 
 
+def _rows_match_in_some_column_order(
+    answer: Sequence[Sequence[Cell]],
+    gold: Sequence[Sequence[Cell]],
+    ordered: bool,
+    float_tolerance: float,
+) -> bool:
+    """`_rows_match` for the answer's columns in their own order, else in any order that fits."""
+    if _rows_match(answer, gold, ordered, float_tolerance):
+        return True
+    width = len(gold[0]) if gold else 0
+    if width < 2 or len(answer) != len(gold) or any(len(row) != width for row in answer):
+        return False
+    identity = tuple(range(width))
+    for order in _column_orders(answer, gold, ordered, float_tolerance):
+        if order != identity:
+            permuted = [[row[i] for i in order] for row in answer]
+            if _rows_match(permuted, gold, ordered, float_tolerance):
+                return True
+    return False
+
+
+def _column_orders(
+    answer: Sequence[Sequence[Cell]],
+    gold: Sequence[Sequence[Cell]],
+    ordered: bool,
+    float_tolerance: float,
+) -> Iterable[tuple[int, ...]]:
+    """Orders of the answer's columns (order[j] = the answer column put in gold column j's place)
+    in which each answer column could hold its gold column's values, at most _MAX_COLUMN_ORDERS.
+    A filter only: the caller still compares whole rows, so columns that match one by one but
+    pair their values into other rows are rejected there."""
+    width = len(gold[0])
+    candidates = [
+        [i for i in range(width) if _column_fits(answer, i, gold, j, ordered, float_tolerance)]
+        for j in range(width)
+    ]
+    chosen: list[int] = []
+    used: set[int] = set()
+    yielded = 0
+
+    def extend(j: int) -> Iterable[tuple[int, ...]]:
+        nonlocal yielded
+        if j == width:
+            yielded += 1
+            yield tuple(chosen)
+            return
+        for i in candidates[j]:
+            if i in used or yielded >= _MAX_COLUMN_ORDERS:
+                continue
+            chosen.append(i)
+            used.add(i)
+            yield from extend(j + 1)
+            chosen.pop()
+            used.discard(i)
+
+    return extend(0)
+
+
+def _column_fits(
+    answer: Sequence[Sequence[Cell]],
+    i: int,
+    gold: Sequence[Sequence[Cell]],
+    j: int,
+    ordered: bool,
+    float_tolerance: float,
+) -> bool:
+    """Whether answer column i could be gold column j: the same values (as a sequence when
+    ordered, else as a multiset) under the gold column's type. Float and mixed columns, whose
+    values match within a tolerance, are only checked for their count of NULLs (cheap, and never
+    rules out a column that fits)."""
+    kind = _column_kinds([[row[j]] for row in gold], 1)[0]
+    answer_keys = [_canonical(row[i], kind) for row in answer]
+    gold_keys = [_canonical(row[j], kind) for row in gold]
+    if kind in ("float", "mixed"):
+        return sum(k is None for k in answer_keys) == sum(k is None for k in gold_keys)
+    if ordered:
+        return answer_keys == gold_keys
+    return Counter(answer_keys) == Counter(gold_keys)
+
+
 def _perfect_matching(
     answer: Sequence[Sequence[Cell]], gold: Sequence[Sequence[Cell]], float_tolerance: float
 ) -> bool:
@@ -366,7 +455,7 @@ def verify_answer(
         return Verdict(False, f"wrong: expected a list of {_count(len(gold_rows), 'value')} {order}")
     width = len(gold_rows[0])
     for table in (t for text in texts for t in _table_candidates(text, width, len(gold_rows))):
-        if _rows_match(table, gold_rows, order_sensitive, float_tolerance):
+        if _rows_match_in_some_column_order(table, gold_rows, order_sensitive, float_tolerance):
             return Verdict(True, "correct")
     return Verdict(False, f"wrong: expected {_count(len(gold_rows), 'row')} of {width} columns")
 
@@ -419,6 +508,60 @@ def format_answer(rows: Sequence[Sequence[Cell]], answer_type: AnswerType) -> st
     if answer_type == "list":
         return json.dumps([row[0] for row in rows], ensure_ascii=False)
     return json.dumps([list(row) for row in rows], ensure_ascii=False)
+
+
+def execution_match(
+    rows: Sequence[Sequence[Cell]], gold_rows: Sequence[Sequence[Cell]], ordered: bool
+) -> bool:
+    """Spider's execution-match rule: whether a query's result rows equal the gold result rows.
+
+    Cells are compared exactly, as SQLite returned them (after `normalize_cell`; 1 equals 1.0),
+    the rows as a bag (duplicates count), in order only when `ordered`; the columns may be in any
+    order, but one order must fit every row. Two empty results match.
+
+    Args:
+        rows: the result of the query being graded.
+        gold_rows: the gold query's result.
+        ordered: whether the gold SQL orders its rows (ORDER BY at its top level).
+
+    Returns:
+        True when some order of the result's columns makes its rows the gold rows.
+    """
+    if len(rows) != len(gold_rows):
+        return False
+    if not gold_rows:
+        return True
+    width = len(gold_rows[0])
+    if any(len(row) != width for row in rows):
+        return False
+
+    def same(a: Sequence[object], b: Sequence[object]) -> bool:
+        return list(a) == list(b) if ordered else Counter(a) == Counter(b)
+
+    if same([tuple(r) for r in rows], [tuple(g) for g in gold_rows]):
+        return True
+    answer_columns = [tuple(row[i] for row in rows) for i in range(width)]
+    gold_columns = [tuple(row[j] for row in gold_rows) for j in range(width)]
+    candidates = [[i for i in range(width) if same(answer_columns[i], gold_columns[j])] for j in range(width)]
+    gold_bag = [tuple(g) for g in gold_rows]
+    tried = 0
+    order: list[int] = []
+
+    def search(j: int) -> bool:
+        nonlocal tried
+        if j == width:
+            tried += 1
+            return same([tuple(row[i] for i in order) for row in rows], gold_bag)
+        for i in candidates[j]:
+            if i in order or tried >= _MAX_COLUMN_ORDERS:
+                continue
+            order.append(i)
+            if search(j + 1):
+                return True
+            order.pop()
+        return False
+
+    return search(0)
 
 
 def rows_equal_unordered(

@@ -44,10 +44,6 @@ EnvironmentFactory = Callable[[], EpisodeEnvironment]
 PolicyFactory = Callable[[], Policy]
 
 
-EnvironmentFactory = Callable[[], EpisodeEnvironment]
-PolicyFactory = Callable[[], Policy]
-
-
 def episode_seed(seed: int, index: int) -> int:
     return (seed * 1_000_003 + index) % (2**31 - 1)
 
@@ -104,6 +100,7 @@ def run_episode(
         verdict=observation.result if answered else NO_ANSWER_VERDICT,
         transcript=transcript,
         seen_in_train=env.dataset.seen_in_train(question_id),
+        answer_mode=str(observation.metadata.get("answer_mode", "value")),
     )
 
 

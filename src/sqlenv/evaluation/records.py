@@ -71,6 +71,8 @@ class EpisodeRecord:
     # Accepted tool calls by the format the model wrote them in (`sqlenv.agents.reply_formats`);
     # empty for policies that make no tool calls.
     call_formats: dict[str, int] = field(default_factory=dict)
+    # What ANSWER took: "value", or "sql" (graded by execution match) (`EnvConfig.answer_mode`).
+    answer_mode: str = "value"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
@@ -109,6 +111,14 @@ class EvaluationResult:
     success_interval: tuple[float, float] = (0.0, 0.0)
     # All episodes' accepted tool calls by format (`EpisodeRecord.call_formats`).
     call_formats: dict[str, int] = field(default_factory=dict)
+    # "sql": every episode answered with SQL graded by execution match, so success_rate is
+    # execution accuracy (reports say so); "value": answers graded by the typed verifier.
+    answer_mode: str = "value"
+
+    @property
+    def success_label(self) -> str:
+        """What success_rate measures, for tables and reports."""
+        return "execution accuracy" if self.answer_mode == "sql" else "success rate"
 
     def to_json(self, include_episodes: bool = True) -> dict[str, Any]:
         data = asdict(self)
@@ -186,7 +196,18 @@ def summarise(
     planned_episodes: int = 0,
     finished_after_gap: int = 0,
 ) -> EvaluationResult:
-    """An `EvaluationResult` from episode records (overall and by difficulty, type, database)."""
+    """An `EvaluationResult` from episode records (overall and by difficulty, type, database).
+
+    Raises:
+        ValueError: when the episodes were played in different answer modes (a journal of one
+            mode continued in the other), whose success rates do not add up.
+    """
+    modes = sorted({e.answer_mode for e in episodes})
+    if len(modes) > 1:
+        raise ValueError(
+            f"the episodes were played in different answer modes ({', '.join(modes)}): "
+            "report each mode's run on its own"
+        )
     overall = group_stats(episodes)
     return EvaluationResult(
         policy=policy,
@@ -208,6 +229,7 @@ def summarise(
         format_error_rate=overall["format_error_rate"],
         success_interval=wilson_interval(sum(e.success for e in episodes), len(episodes)),
         call_formats=dict(sum((Counter(e.call_formats) for e in episodes), Counter())),
+        answer_mode=modes[0] if modes else "value",
         seed=seed,
         backend=backend,
         wall_time_s=round(wall_time_s, 4),

@@ -31,10 +31,9 @@ def grpo_rows(
 ) -> list[dict[str, Any]]:
     """Training rows in curriculum order: {"prompt": [system, question], "question_id", "difficulty"}.
     With `solved_examples` N, the question message shows the N most similar solved train questions."""
-    from sqlenv.agents.prompts import question_message
+    from sqlenv.agents.prompts import question_message, system_message
     from sqlenv.agents.solved_examples import SolvedExamples
     from sqlenv.env.environment import SQLEnvironment
-    from sqlenv.training.sft_data import system_message
 
     env = SQLEnvironment(dataset=dataset, split=split)
     examples = SolvedExamples(dataset, solved_examples) if solved_examples else None

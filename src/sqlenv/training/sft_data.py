@@ -38,19 +38,15 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from sqlenv.agents.prompts import SYSTEM_PROMPT, TOOL_ERROR_PREFIX, question_message, tool_result_text
+from sqlenv.agents.prompts import TOOL_ERROR_PREFIX, question_message, system_message, tool_result_text
 from sqlenv.agents.solved_examples import SolvedExamples
 from sqlenv.agents.tools import TOOLS, action_to_tool_call
 from sqlenv.data import Dataset, QuestionRecord
-from sqlenv.env.models import SQLAction, SQLObservation
+from sqlenv.env.models import SQLAction
 from sqlenv.env.verifier import format_answer
 
 MAX_DESCRIBED_TABLES = 3
 CLOSING_REPLY = "Done."  # after the answer's verdict: a reply without a tool call ends a TRL rollout
-
-
-def system_message(observation: SQLObservation) -> dict[str, str]:
-    return {"role": "system", "content": SYSTEM_PROMPT.format(budget=observation.budget_remaining)}
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ def comparison_json(results: Sequence[EvaluationResult]) -> dict[str, Any]:
     return {
         "dataset": first.dataset,
         "split": first.split,
+        "answer_mode": first.answer_mode,
         "seed": first.seed,
         "n_episodes": first.n_episodes,
         "policies": {r.policy: r.to_json(include_episodes=False) for r in results},
@@ -80,7 +81,8 @@ def _plot_comparison(results: Sequence[EvaluationResult], path: Path) -> Path:
     left.bar_label(bars, labels=[f"{r.success_rate:.0%}" for r in results], fontsize=11, padding=3)
     left.set_ylim(0, 1.15)
     left.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
-    _style(left, "Success rate", "policy", "success rate")
+    label = first.success_label
+    _style(left, label.capitalize(), "policy", label)
     rewards = [r.avg_reward for r in results]
     bars = right.bar(names, rewards, color=REWARD_COLOR, width=0.6)
     right.bar_label(bars, labels=[f"{v:.3f}" for v in rewards], fontsize=11, padding=3)

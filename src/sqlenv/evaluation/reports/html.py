@@ -105,7 +105,7 @@ def transcripts_html(result: EvaluationResult) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(report_title(result))} — transcripts</title><style>{_PAGE_STYLE}</style></head><body>"
         f"<h1>{e(report_title(result))}</h1>"
-        f'<div class="meta">{result.n_episodes} episodes · {solved} solved · success rate '
+        f'<div class="meta">{result.n_episodes} episodes · {solved} solved · {result.success_label} '
         f"{result.success_rate:.3f} · mean reward {result.avg_reward:.3f} · mean steps "
         f"{result.avg_steps:.2f} · seed {result.seed}</div>"
         '<div class="bar"><button class="on" data-mode="all">all</button>'

@@ -71,7 +71,12 @@ def summary_markdown(result: EvaluationResult) -> str:
         f"# {report_title(result)}",
         "",
         f"{result.n_episodes} episodes, seed {result.seed}, backend {result.backend}, "
-        f"{timing}. Format errors: share of actions whose policy output could not be parsed.",
+        f"{timing}. Format errors: share of actions whose policy output could not be parsed."
+        + (
+            " Answers were SQL statements graded by Spider's execution match: success is execution accuracy."
+            if result.answer_mode == "sql"
+            else ""
+        ),
         "",
         "## Overall",
         "",
@@ -79,7 +84,7 @@ def summary_markdown(result: EvaluationResult) -> str:
             ["metric", "value"],
             [
                 ["episodes", str(result.n_episodes)],
-                ["success rate", f"{result.success_rate:.3f}"],
+                [result.success_label, f"{result.success_rate:.3f}"],
                 ["95 % interval (Wilson)", "{:.3f}–{:.3f}".format(*result.success_interval)],
                 ["mean reward", f"{result.avg_reward:.3f}"],
                 ["mean steps", f"{result.avg_steps:.2f}"],

@@ -10,8 +10,9 @@ PLOT_FILES: tuple[str, ...] = ("success_by_difficulty.png", "reward_distribution
 
 
 def report_title(result: EvaluationResult) -> str:
-    """A run's title: its policy, dataset and split."""
-    return f"{result.policy} on {result.dataset}/{result.split}"
+    """A run's title: its policy, dataset and split, and "SQL answers" for an execution-accuracy run."""
+    mode = " (SQL answers)" if result.answer_mode == "sql" else ""
+    return f"{result.policy} on {result.dataset}/{result.split}{mode}"
 
 
 def slug(name: str) -> str:

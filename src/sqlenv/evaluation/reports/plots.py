@@ -66,7 +66,8 @@ def plot_run(result: EvaluationResult, out: Path) -> list[Path]:
     )
     axes.set_ylim(0, 1.25)
     axes.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
-    _style(axes, f"Success rate by difficulty — {report_title(result)}", "difficulty", "success rate")
+    label = result.success_label
+    _style(axes, f"{label.capitalize()} by difficulty — {report_title(result)}", "difficulty", label)
     written.append(_save(figure, out / "success_by_difficulty.png"))
 
     figure = _figure()
