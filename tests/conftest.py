@@ -142,3 +142,57 @@ async def oracle_episode_total(client, dataset, question_id: str) -> float:
         result = await client.step(policy.act(result.observation))
         total += result.reward or 0.0
     return round(total, 6)
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name: [state, ppid, ...]; None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def process_dead(pid: int) -> bool:
+    """True once `pid` has exited (gone, or a zombie its parent has not reaped yet)."""
+    stat = _proc_stat(pid)
+    return stat is None or stat[0] in ("Z", "X")
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot): with the pid, it names one process even
+    after the pid is reused. None if it has exited."""
+    stat = _proc_stat(pid)
+    return None if stat is None or stat[0] in ("Z", "X") else int(stat[19])
+
+
+def worker_pids(server: RunningServer) -> set[int]:
+    """Live uvicorn worker processes of a `sqlenv serve --workers N` server (Linux /proc).
+
+    uvicorn starts workers with multiprocessing's spawn, whose children of the serving process
+    also include multiprocessing's resource tracker: workers are the ones running `spawn_main`.
+    """
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        stat = _proc_stat(int(entry.name))
+        if stat is None or stat[0] in ("Z", "X") or int(stat[1]) != server.process.pid:
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in command:
+            found.add(int(entry.name))
+    return found
+
+
+def kill_processes(identities: dict[int, int | None]) -> None:
+    """SIGKILL each process of {pid: start ticks} that still runs as that same process (workers
+    outlive a supervisor that had to be killed)."""
+    import signal
+
+    for pid, ticks in identities.items():
+        if ticks is not None and process_start_ticks(pid) == ticks:
+            os.kill(pid, signal.SIGKILL)

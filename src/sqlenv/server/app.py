@@ -14,6 +14,7 @@ The dataset is loaded once per server process and shared read-only by every sess
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -87,8 +88,11 @@ def create_sqlenv_app(
 
     @app.get("/sessions", tags=["Health"])
     async def sessions() -> JSONResponse:
-        """Live WebSocket sessions of this worker process and its limit."""
-        return JSONResponse({"active": server.active_sessions, "max": server.max_concurrent_envs})
+        """Live WebSocket sessions of this worker process, its limit, and its pid (which worker
+        answered, when `--workers` runs several)."""
+        return JSONResponse(
+            {"active": server.active_sessions, "max": server.max_concurrent_envs, "pid": os.getpid()}
+        )
 
     @app.get("/web/questions", tags=["Web"])
     async def web_questions() -> JSONResponse:
