@@ -294,3 +294,25 @@ def test_the_trl_adapter_in_sql_mode_asks_for_a_statement_and_grades_it(demo_dat
 
     env.answer(format_answer(record.gold_answer, record.answer_type))  # a value, not a statement
     assert not env.correct and env.get_reward() < 1.0
+
+
+# ---- the server --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_server_in_sql_mode_grades_sql_and_eval_refuses_a_mode_mismatch(workers: str) -> None:
+    from conftest import RunningServer
+
+    server = RunningServer("--dataset", "demo", "--split", "eval", "--answer-mode", "sql", "--workers", workers)
+    try:
+        runner = CliRunner()
+        played = runner.invoke(
+            app, ["eval", "--policy", "oracle", "--dataset", "demo", "--url", server.url, "--answer-mode", "sql"]
+        )
+        assert played.exit_code == 0, played.output
+        assert "execution accuracy" in played.output and "1.000" in played.output
+        mismatch = runner.invoke(app, ["eval", "--policy", "oracle", "--dataset", "demo", "--url", server.url])
+        assert mismatch.exit_code == 2
+        assert "grades answers in mode 'sql', not 'value'" in " ".join(mismatch.output.split())
+    finally:
+        server.stop()

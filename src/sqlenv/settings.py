@@ -11,7 +11,7 @@ only falls back to these readers where a default is documented to come from the 
 | `SQLENV_CACHE_DIR` | where built datasets and converted models are cached (else `$XDG_CACHE_HOME/sqlenv`, else `~/.cache/sqlenv`) | `sqlenv.data.cache` |
 | `SQLENV_QUERY_THREADS` | threads of the shared pool that runs QUERY/ANSWER under the server (default 4) | `sqlenv.env.environment` |
 | `SQLENV_MAX_SESSIONS` | WebSocket sessions per server worker (default 64) | `sqlenv.server.app` |
-| `SQLENV_DATASET`, `SQLENV_SPLIT` | what a server started by uvicorn serves | `sqlenv.server.app.app_from_environment` |
+| `SQLENV_DATASET`, `SQLENV_SPLIT`, `SQLENV_ANSWER_MODE` | what a server started by uvicorn serves (answer mode default `value`) | `sqlenv.server.app.app_from_environment` |
 | `SQLENV_DEVICE` | the torch device of local models (default `auto`) | `sqlenv.agents.devices` |
 | `SQLENV_MAX_NEW_TOKENS` | tokens per reply of a language-model policy (default 256) | `sqlenv.agents.chat_policy` |
 | `SQLENV_SOLVED_EXAMPLES` | solved examples in a chat policy's prompt (default: as the model was trained) | `sqlenv.agents.local_policy`, `sqlenv.agents.openai_policy` |
@@ -29,6 +29,7 @@ QUERY_THREADS_ENV = "SQLENV_QUERY_THREADS"
 MAX_SESSIONS_ENV = "SQLENV_MAX_SESSIONS"
 DATASET_ENV = "SQLENV_DATASET"
 SPLIT_ENV = "SQLENV_SPLIT"
+ANSWER_MODE_ENV = "SQLENV_ANSWER_MODE"
 DEVICE_ENV = "SQLENV_DEVICE"
 MAX_NEW_TOKENS_ENV = "SQLENV_MAX_NEW_TOKENS"
 SOLVED_EXAMPLES_ENV = "SQLENV_SOLVED_EXAMPLES"
@@ -106,22 +107,27 @@ class ServedData:
     dataset: str = "demo"
     split: str = "train"
     spider_dir: str | None = None
+    answer_mode: str = "value"
 
 
 def served_data_from_environment() -> ServedData:
     """What `sqlenv.server.app.app_from_environment` serves.
 
     Returns:
-        $SQLENV_DATASET (default demo), $SQLENV_SPLIT (default train), $SQLENV_SPIDER_DIR.
+        $SQLENV_DATASET (default demo), $SQLENV_SPLIT (default train), $SQLENV_SPIDER_DIR,
+        $SQLENV_ANSWER_MODE (default value).
     """
     return ServedData(
         dataset=_text(DATASET_ENV) or "demo",
         split=_text(SPLIT_ENV) or "train",
         spider_dir=_text(SPIDER_DIR_ENV) or None,
+        answer_mode=_text(ANSWER_MODE_ENV) or "value",
     )
 
 
-def served_data_environment(dataset: str, split: str, spider_dir: Path | None, max_sessions: int | None) -> dict[str, str]:
+def served_data_environment(
+    dataset: str, split: str, spider_dir: Path | None, max_sessions: int | None, answer_mode: str = "value"
+) -> dict[str, str]:
     """The variables that make `app_from_environment` serve these data: what `sqlenv serve` sets
     for its uvicorn workers, which are separate processes and can only be told through them.
 
@@ -130,11 +136,12 @@ def served_data_environment(dataset: str, split: str, spider_dir: Path | None, m
         split: "train" or "eval".
         spider_dir: the Spider folder, when given.
         max_sessions: sessions per worker, when given.
+        answer_mode: what ANSWER takes ("value" or "sql").
 
     Returns:
         Variable names and values to add to the workers' environment.
     """
-    values = {DATASET_ENV: dataset, SPLIT_ENV: split}
+    values = {DATASET_ENV: dataset, SPLIT_ENV: split, ANSWER_MODE_ENV: answer_mode}
     if spider_dir is not None:
         values[SPIDER_DIR_ENV] = str(spider_dir)
     if max_sessions is not None:

@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from sqlenv.cli.common import DatasetOption, SpiderDirOption, Split, app, console, fail, load_or_fail
+from sqlenv.cli.common import (
+    AnswerMode,
+    AnswerModeOption,
+    DatasetOption,
+    SpiderDirOption,
+    Split,
+    app,
+    console,
+    fail,
+    load_or_fail,
+)
 
 
 @app.command()
@@ -21,22 +31,27 @@ def serve(
         typer.Option(help="concurrent WebSocket sessions per worker (default 64, or $SQLENV_MAX_SESSIONS)"),
     ] = None,
     workers: Annotated[int, typer.Option(help="uvicorn worker processes, each with its own sessions")] = 1,
+    answer_mode: AnswerModeOption = AnswerMode.value,
 ) -> None:
     """Serve the environment over OpenEnv's protocol (WebSocket /ws) with a web page at /web."""
     import os
 
     import uvicorn
 
+    from sqlenv.config import EnvConfig
     from sqlenv.server.app import create_sqlenv_app
     from sqlenv.settings import served_data_environment
 
     load_or_fail(dataset, spider_dir)  # fail early, and build the cache once for all workers
     console.print(
         f"sqlenv serving {dataset}/{split.value} on http://{host}:{port} — play at http://{host}:{port}/web"
+        + (" (answers are SQL statements)" if answer_mode == AnswerMode.sql else "")
     )
     if workers > 1:
         # uvicorn's workers are separate processes that build the app from the environment.
-        os.environ.update(served_data_environment(dataset, split.value, spider_dir, max_sessions))
+        os.environ.update(
+            served_data_environment(dataset, split.value, spider_dir, max_sessions, answer_mode.value)
+        )
         uvicorn.run(
             "sqlenv.server.app:app_from_environment",
             factory=True,
@@ -47,7 +62,9 @@ def serve(
         )
         return
     try:
-        application = create_sqlenv_app(dataset, split.value, spider_dir, max_sessions)
+        application = create_sqlenv_app(
+            dataset, split.value, spider_dir, max_sessions, EnvConfig(answer_mode=answer_mode.value)
+        )
     except KeyError as exc:
         fail(str(exc.args[0]))
     uvicorn.run(application, host=host, port=port, log_level="warning")

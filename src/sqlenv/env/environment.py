@@ -313,8 +313,10 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         return EnvironmentMetadata(
             name="sqlenv",
             description="Answer questions about SQLite databases by exploring them: DESCRIBE a table, "
-            "SAMPLE rows, run a read-only QUERY, then ANSWER, within a step budget.",
+            "SAMPLE rows, run a read-only QUERY, then ANSWER, within a step budget."
+            + (" ANSWER takes one SQL statement, graded by execution match." if self.config.answer_mode == "sql" else ""),
             version="0.1.0",
+            author="sqlenv developers",
         )
 
     def close(self) -> None:

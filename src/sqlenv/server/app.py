@@ -125,6 +125,12 @@ def _environment_input_errors_as_422(app: FastAPI) -> None:
 
 def app_from_environment() -> FastAPI:
     """App factory for `uvicorn --factory` (used by `sqlenv serve --workers N`): settings come
-    from SQLENV_DATASET, SQLENV_SPLIT, SQLENV_SPIDER_DIR and SQLENV_MAX_SESSIONS."""
+    from SQLENV_DATASET, SQLENV_SPLIT, SQLENV_SPIDER_DIR, SQLENV_ANSWER_MODE and
+    SQLENV_MAX_SESSIONS."""
     served = served_data_from_environment()
-    return create_sqlenv_app(dataset=served.dataset, split=served.split, spider_dir=served.spider_dir)
+    return create_sqlenv_app(
+        dataset=served.dataset,
+        split=served.split,
+        spider_dir=served.spider_dir,
+        config=EnvConfig(answer_mode=served.answer_mode),  # type: ignore[arg-type]  # checked there
+    )
