@@ -8,11 +8,19 @@ key of its inputs; later loads read the cache. Within a process, loads are memoi
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sqlenv.data.build import build_records
-from sqlenv.data.cache import input_fingerprint, read_json, writable_cache_dir, write_json_atomic
+from sqlenv.data.cache import (
+    CacheEntryError,
+    entry_lock,
+    input_fingerprint,
+    read_entry,
+    writable_cache_dir,
+    write_entry,
+)
 from sqlenv.data.dataset import Dataset
 from sqlenv.data.demo_databases import build_demo_databases, demo_questions_path
 from sqlenv.data.loaders import (
@@ -24,7 +32,7 @@ from sqlenv.data.loaders import (
     resolve_spider_dir,
     spider_databases,
 )
-from sqlenv.data.records import QuestionRecord
+from sqlenv.data.records import ANSWER_TYPES, QuestionRecord
 from sqlenv.data.splits import stratified_eval_ids
 
 PRESETS: tuple[str, ...] = ("demo", "spider10", "spider")
@@ -133,19 +141,154 @@ def _cached_build(
     assign,
     rebuild: bool,
 ) -> Dataset:
+    """The dataset from its cache entry, or built (gold answers computed) and stored there.
+
+    A cache entry that cannot be trusted (corrupt, truncated, another version, wrong shape) is
+    rebuilt with a warning naming it. Processes that want the same entry at once build it once:
+    the others wait on its lock and read what the first wrote. When the entry cannot be written
+    (disk full, read-only), the dataset is returned from memory with a warning.
+    """
     fingerprint = input_fingerprint(name, sorted(databases), files=[*question_files, *databases.values()])
     root = writable_cache_dir()
+    if root is None:
+        records, dropped = build_records(raw, databases, assign)
+        return Dataset(name, databases, tuple(records), dropped)
     safe_name = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[-60:]
-    cache_file = root / "datasets" / f"{safe_name}-{fingerprint}.json" if root is not None else None
-    if cache_file is not None and not rebuild:
-        cached = read_json(cache_file)
-        if isinstance(cached, dict) and cached.get("fingerprint") == fingerprint:
-            records = tuple(QuestionRecord.from_json(r) for r in cached["records"])
-            return Dataset(name, databases, records, dict(cached.get("dropped", {})))
+    cache_file = root / "datasets" / f"{safe_name}-{fingerprint}.json"
+    if not rebuild:
+        # No lock for the common case, an entry that is already there: writes are atomic, so an
+        # unlocked read sees a whole file or none. A bad entry is reported by whoever rebuilds it.
+        cached, _ = _read_cached(cache_file, name, fingerprint, databases)
+        if cached is not None:
+            return cached
+    with entry_lock(cache_file):
+        dataset = None
+        if not rebuild:
+            # Another process may have built the entry while this one waited for the lock.
+            dataset, problem = _read_cached(cache_file, name, fingerprint, databases)
+            if problem is not None:
+                warnings.warn(
+                    f"sqlenv dataset cache {cache_file} {problem}; rebuilding it from the source files",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+        if dataset is None:
+            dataset = _build_and_store(cache_file, name, fingerprint, databases, raw, assign)
+    return dataset
+
+
+def _build_and_store(
+    cache_file: Path,
+    name: str,
+    fingerprint: str,
+    databases: dict[str, Path],
+    raw: list[RawQuestion],
+    assign,
+) -> Dataset:
+    """Build the dataset and write its cache entry; a failed write only costs a warning."""
     records, dropped = build_records(raw, databases, assign)
-    if cache_file is not None:
-        write_json_atomic(
-            cache_file,
-            {"fingerprint": fingerprint, "records": [r.to_json() for r in records], "dropped": dropped},
+    payload = {"fingerprint": fingerprint, "records": [r.to_json() for r in records], "dropped": dropped}
+    try:
+        write_entry(cache_file, payload)
+    except OSError as exc:
+        warnings.warn(
+            f"sqlenv could not write the dataset cache {cache_file} ({exc}); the dataset is kept in "
+            "memory and will be built again next time. Free space in, or fix the permissions of, "
+            "that folder, or set SQLENV_CACHE_DIR.",
+            RuntimeWarning,
+            stacklevel=5,
         )
     return Dataset(name, databases, tuple(records), dropped)
+
+
+def _read_cached(
+    cache_file: Path, name: str, fingerprint: str, databases: dict[str, Path]
+) -> tuple[Dataset | None, str | None]:
+    """(the dataset stored in the entry, None), (None, None) without an entry, or (None, what is
+    wrong with it)."""
+    try:
+        payload = read_entry(cache_file)
+        if payload is None:
+            return None, None
+        records, dropped = _validated_payload(payload, fingerprint, databases)
+    except CacheEntryError as exc:
+        return None, str(exc)
+    return Dataset(name, databases, records, dropped), None
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_str_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+# Exact types, as `json.loads` makes them: a bool (a subclass of int) is not a cell.
+_CELL_TYPES = frozenset({int, float, str, type(None)})
+
+
+def _is_rows(value: object) -> bool:
+    return type(value) is list and all(
+        type(row) is list and _CELL_TYPES.issuperset(map(type, row)) for row in value
+    )
+
+
+# What each field of a stored `QuestionRecord.to_json()` must be; the keys are exactly the record's
+# fields (a test keeps them in step). `from_json` converts without checking, so a stored value of
+# the wrong type would otherwise become a wrong record (a string of columns becomes its letters).
+_RECORD_FIELD_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "question_id": (_is_str, "a string"),
+    "question": (_is_str, "a string"),
+    "db_id": (_is_str, "a string"),
+    "gold_sql": (_is_str, "a string"),
+    "gold_answer": (_is_rows, "a list of rows of numbers, strings or nulls"),
+    "gold_columns": (_is_str_list, "a list of strings"),
+    "answer_type": (lambda v: isinstance(v, str) and v in ANSWER_TYPES, f"one of {', '.join(ANSWER_TYPES)}"),
+    "difficulty": (_is_str, "a string"),
+    "tables_involved": (_is_str_list, "a list of strings"),
+    "order_sensitive": (lambda v: isinstance(v, bool), "true or false"),
+    "split": (_is_str, "a string"),
+}
+
+
+def _validated_payload(
+    payload: object, fingerprint: str, databases: dict[str, Path]
+) -> tuple[tuple[QuestionRecord, ...], dict[str, int]]:
+    """The records and drop counts of a dataset entry, or CacheEntryError naming the first thing
+    that does not match what `_build_and_store` writes."""
+    if not isinstance(payload, dict) or set(payload) != {"fingerprint", "records", "dropped"}:
+        keys = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
+        raise CacheEntryError(f"does not hold a dataset of this sqlenv version (found {keys})")
+    if payload["fingerprint"] != fingerprint:
+        raise CacheEntryError(
+            f"belongs to other inputs (fingerprint {payload['fingerprint']!r}, expected {fingerprint!r})"
+        )
+    stored, dropped = payload["records"], payload["dropped"]
+    if not isinstance(stored, list):
+        raise CacheEntryError(f"has records of type {type(stored).__name__}, expected a list")
+    if not (
+        isinstance(dropped, dict)
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in dropped.values())
+    ):
+        raise CacheEntryError("has drop counts that are not a mapping of reasons to counts")
+    records: list[QuestionRecord] = []
+    seen: set[str] = set()
+    for i, data in enumerate(stored):
+        if not isinstance(data, dict) or data.keys() != _RECORD_FIELD_CHECKS.keys():
+            found = sorted(data) if isinstance(data, dict) else type(data).__name__
+            raise CacheEntryError(
+                f"record {i} does not have the fields of this sqlenv's records (found {found})"
+            )
+        for field, (check, expected) in _RECORD_FIELD_CHECKS.items():
+            if not check(data[field]):
+                raise CacheEntryError(f"record {i} has a {field} that is not {expected}: {data[field]!r:.80}")
+        if not {len(row) for row in data["gold_answer"]} <= {len(data["gold_columns"])}:
+            raise CacheEntryError(f"record {i} has gold rows whose width is not its number of columns")
+        if data["db_id"] not in databases:
+            raise CacheEntryError(f"record {i} names database {data['db_id']!r}, which this dataset lacks")
+        if data["question_id"] in seen:
+            raise CacheEntryError(f"record {i} repeats question id {data['question_id']!r}")
+        seen.add(data["question_id"])
+        records.append(QuestionRecord.from_json(data))
+    return tuple(records), dict(dropped)
