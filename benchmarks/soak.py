@@ -16,8 +16,14 @@ With --workers N, /sessions is answered by whichever worker accepts that request
 one worker's count; for the leak check it is sampled many times (new connections spread over
 the workers) and the largest value is reported.
 
+With --kill-worker-at M (and --workers >= 2), one worker is killed with SIGKILL M minutes in.
+Its clients' connections drop: an episode lost that way within KILL_WINDOW_S of the kill is
+counted as "lost to the kill", not as an error, and the session reconnects and plays on. Every
+other failure is an error, so "errors: 0" means no episode was lost on the surviving workers.
+The report then says whether uvicorn brought the worker count back.
+
 Run: .venv/bin/python benchmarks/soak.py [--sessions 256] [--minutes 10] [--workers 1]
-     [--report-every 30]
+     [--report-every 30] [--kill-worker-at MINUTES]
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ REPLY_TIMEOUT_S = 60.0
 RECONNECT_EVERY_EPISODES = 3
 RSS_GROWTH_LIMIT = 0.10
 LEAK_WAIT_S = 15.0
+# After a worker is killed, connection failures within this window are blamed on the kill.
+KILL_WINDOW_S = 10.0
 
 
 def free_port() -> int:
@@ -138,6 +146,21 @@ class Server:
     def rss_mb(self) -> float:
         return tree_rss_mb(self.process.pid)
 
+    def worker_pids(self) -> list[int]:
+        """uvicorn's worker processes: children of the server started by multiprocessing's
+        spawn (`spawn_main`); its resource tracker, also a child, is not one."""
+        workers = []
+        for pid in process_tree(self.process.pid):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+            if int(ppid) == self.process.pid and state not in ("Z", "X") and b"spawn_main" in command:
+                workers.append(pid)
+        return sorted(workers)
+
     def log_tail(self, n: int = 3000) -> str:
         self.log.flush()
         return self.log_path.read_text(errors="replace")[-n:]
@@ -190,6 +213,8 @@ class Totals:
     episodes: int = 0
     errors: int = 0
     reconnects: int = 0
+    lost_to_kill: int = 0  # episodes whose connection dropped when a worker was killed
+    killed_at: float | None = None  # monotonic time of the kill
     error_samples: list[str] = field(default_factory=list)
 
     def error(self, what: str) -> None:
@@ -256,7 +281,11 @@ async def run_session(
                 ws = None
                 totals.reconnects += 1
         except Exception as exc:  # a dropped connection, a timeout, a refused handshake
-            totals.error(f"session {index}: {type(exc).__name__}: {exc}")
+            killed = totals.killed_at is not None and time.monotonic() - totals.killed_at < KILL_WINDOW_S
+            if killed and isinstance(exc, websockets.ConnectionClosed):
+                totals.lost_to_kill += 1
+            else:
+                totals.error(f"session {index}: {type(exc).__name__}: {exc}")
             if ws is not None:
                 ws.transport.abort()
             ws = None
@@ -314,6 +343,9 @@ async def soak(args, server: Server, plans) -> tuple[Totals, dict, float]:
     started = time.monotonic()
     stop_at = started + args.minutes * 60
     reporter = asyncio.create_task(report_loop(server, totals, started, args, marks))
+    killer = None
+    if args.kill_worker_at is not None:
+        killer = asyncio.create_task(kill_a_worker(server, totals, started + args.kill_worker_at * 60, marks))
     rng = random.Random(args.seed)
     await asyncio.gather(
         *(
@@ -325,7 +357,24 @@ async def soak(args, server: Server, plans) -> tuple[Totals, dict, float]:
     marks.setdefault("warmup_rss", server.rss_mb())
     marks["end_rss"] = server.rss_mb()  # measured as the load ends, before the leak wait
     reporter.cancel()
+    if killer is not None:
+        killer.cancel()
     return totals, marks, elapsed
+
+
+async def kill_a_worker(server: Server, totals: Totals, at: float, marks: dict) -> None:
+    """SIGKILL one uvicorn worker at `at`, then note how many workers there are 30 s later."""
+    await asyncio.sleep(max(0.0, at - time.monotonic()))
+    before = server.worker_pids()
+    victim = before[0]
+    totals.killed_at = time.monotonic()
+    os.kill(victim, 9)
+    marks["killed"] = (victim, len(before))
+    print(f"[kill] SIGKILL worker {victim} (of {before})", flush=True)
+    await asyncio.sleep(30)
+    after = server.worker_pids()
+    marks["workers_after_kill"] = after
+    print(f"[kill] 30 s later the workers are {after}", flush=True)
 
 
 def main() -> int:
@@ -337,7 +386,12 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--report-every", type=float, default=30.0, help="seconds between reports")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--kill-worker-at", type=float, default=None, help="minutes into the run to SIGKILL one worker"
+    )
     args = parser.parse_args()
+    if args.kill_worker_at is not None and args.workers < 2:
+        parser.error("--kill-worker-at needs --workers 2 or more (a server with one worker would be gone)")
 
     dataset = load_dataset("demo")
     plans = episode_plans(dataset)
@@ -366,13 +420,25 @@ def main() -> int:
         server.stop()
 
     growth = (marks["end_rss"] - marks["warmup_rss"]) / marks["warmup_rss"]
-    failed = totals.errors > 0 or leaked != 0 or growth > RSS_GROWTH_LIMIT or not healthy
+    recovered = True
+    if args.kill_worker_at is not None:
+        victim, count = marks.get("killed", (None, 0))
+        after = marks.get("workers_after_kill", [])
+        recovered = victim is not None and len(after) == count and victim not in after
+    failed = totals.errors > 0 or leaked != 0 or growth > RSS_GROWTH_LIMIT or not healthy or not recovered
     print("== soak result ==")
     print(
         f"sessions {args.sessions} (workers {args.workers}), {elapsed / 60:.1f} min: {totals.steps:,} steps "
         f"({totals.steps / elapsed:,.0f} steps/s), {totals.episodes:,} episodes, {totals.reconnects:,} reconnects"
     )
-    print(f"errors: {totals.errors}")
+    if args.kill_worker_at is not None:
+        victim, count = marks.get("killed", (None, 0))
+        print(
+            f"worker killed at {args.kill_worker_at:g} min: pid {victim} of {count}; episodes lost with its "
+            f"connections: {totals.lost_to_kill}; workers 30 s later: {marks.get('workers_after_kill')} "
+            f"({'recovered' if recovered else 'NOT recovered'})"
+        )
+    print(f"errors: {totals.errors}{' (on the surviving workers, and after the kill window)' if args.kill_worker_at is not None else ''}")
     for sample in totals.error_samples:
         print(f"  - {sample}")
     note = " (largest of many samples: /sessions is per worker)" if args.workers > 1 else ""
