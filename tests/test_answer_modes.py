@@ -316,3 +316,38 @@ def test_a_server_in_sql_mode_grades_sql_and_eval_refuses_a_mode_mismatch(worker
         assert "grades answers in mode 'sql', not 'value'" in " ".join(mismatch.output.split())
     finally:
         server.stop()
+
+
+# ---- training in SQL-answer mode -------------------------------------------------------------
+
+
+def test_training_in_sql_mode_teaches_sql_answers_with_the_sql_tools(demo_dataset, tmp_path: Path) -> None:
+    from sqlenv.agents.tools import SQL_ANSWER_TOOLS
+    from sqlenv.training.config import load_config
+    from sqlenv.training.grpo import grpo_rows
+    from sqlenv.training.models import load_tokenizer
+    from sqlenv.training.sft_data import oracle_conversations, sft_dataset
+
+    conversations = oracle_conversations(demo_dataset, max_examples=8, config=SQL_MODE)
+    assert len(conversations) == 8
+    for conversation in conversations:
+        answer_call = [m for m in conversation if m.get("tool_calls")][-1]["tool_calls"][0]["function"]
+        record = demo_dataset.get(
+            next(r.question_id for r in demo_dataset.split("train") if r.question in conversation[1]["content"])
+        )
+        assert answer_call == {"name": "answer", "arguments": {"value": record.gold_sql}}
+        assert "SELECT statement whose result answers" in conversation[0]["content"]  # the system prompt
+    tokenizer = load_tokenizer("smollm2-135m")
+    rows, _ = sft_dataset(demo_dataset, tokenizer, max_examples=2, max_length=4_000, config=SQL_MODE)
+    prompt = tokenizer.apply_chat_template(
+        conversations[0][:2], tools=list(SQL_ANSWER_TOOLS), tokenize=False, add_generation_prompt=True
+    )
+    assert tokenizer.decode(rows[0]["input_ids"]).startswith(prompt)
+    rows = grpo_rows(demo_dataset, curriculum=["easy"], config=SQL_MODE)
+    assert "SELECT statement whose result answers" in rows[0]["prompt"][0]["content"]
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text("answer_mode: sql\n")
+    assert load_config(config_file).env_config.answer_mode == "sql"
+    config_file.write_text("answer_mode: python\n")
+    with pytest.raises(ValueError, match="answer_mode: 'python' is not one of value, sql"):
+        load_config(config_file)

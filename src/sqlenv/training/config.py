@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlenv.agents.solved_examples import check_solved_examples_count
+from sqlenv.config import ANSWER_MODES, EnvConfig
 
 DIFFICULTIES = ("easy", "medium", "hard", "extra")
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")  # TRL 1.16's
@@ -105,6 +106,9 @@ class TrainConfig:
     # The prompt's N most similar solved train questions (sqlenv.agents.solved_examples), in SFT, GRPO and
     # the trained model's evaluation alike; 0: none.
     solved_examples: int = 0
+    # What ANSWER takes in SFT data, GRPO rollouts and the live evaluations: "value", or "sql"
+    # (a statement graded by execution match; `sqlenv.config.EnvConfig.answer_mode`).
+    answer_mode: str = "value"
     sft: SFTSection = field(default_factory=SFTSection)
     grpo: GRPOSection = field(default_factory=GRPOSection)
     live: LiveSection = field(default_factory=LiveSection)
@@ -116,6 +120,11 @@ class TrainConfig:
     @property
     def grpo_dir(self) -> Path:
         return Path(self.output_dir) / "grpo"
+
+    @property
+    def env_config(self) -> EnvConfig:
+        """The episode rules every training phase plays by."""
+        return EnvConfig(answer_mode=self.answer_mode)  # type: ignore[arg-type]  # checked at load
 
     def grpo_init(self) -> str:
         if self.grpo.init_from:
@@ -178,6 +187,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         if not isinstance(getattr(config.sft, key), bool):
             raise ValueError(f"sft.{key}: expected true or false, got {getattr(config.sft, key)!r}")
     check_solved_examples_count(config.solved_examples)
+    if config.answer_mode not in ANSWER_MODES:
+        raise ValueError(f"answer_mode: {config.answer_mode!r} is not one of {', '.join(ANSWER_MODES)}")
     if config.grpo.loss_type not in LOSS_TYPES:
         raise ValueError(f"grpo.loss_type: {config.grpo.loss_type!r} is not one of {', '.join(LOSS_TYPES)}")
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})

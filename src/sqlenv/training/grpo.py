@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from sqlenv.config import EnvConfig
 from sqlenv.data import Dataset
 from sqlenv.training.config import TrainConfig
 
@@ -28,14 +29,16 @@ def grpo_rows(
     seed: int = 0,
     max_questions: int | None = None,
     solved_examples: int = 0,
+    config: EnvConfig | None = None,
 ) -> list[dict[str, Any]]:
     """Training rows in curriculum order: {"prompt": [system, question], "question_id", "difficulty"}.
-    With `solved_examples` N, the question message shows the N most similar solved train questions."""
+    With `solved_examples` N, the question message shows the N most similar solved train questions;
+    `config` is the environment the rollouts play (its answer mode is in the system message)."""
     from sqlenv.agents.prompts import question_message, system_message
     from sqlenv.agents.solved_examples import SolvedExamples
     from sqlenv.env.environment import SQLEnvironment
 
-    env = SQLEnvironment(dataset=dataset, split=split)
+    env = SQLEnvironment(dataset=dataset, split=split, config=config)
     examples = SolvedExamples(dataset, solved_examples) if solved_examples else None
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
@@ -121,6 +124,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         seed=config.seed,
         max_questions=section.max_questions,
         solved_examples=config.solved_examples,
+        config=config.env_config,
     )
     if console is not None:
         console.print(
@@ -163,7 +167,9 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         args=args,
         train_dataset=datasets.Dataset.from_list(rows),
         processing_class=tokenizer,
-        environment_factory=lambda: SQLToolEnv(dataset, split="train", url=section.env_url),
+        environment_factory=lambda: SQLToolEnv(
+            dataset, split="train", url=section.env_url, config=config.env_config
+        ),
         peft_config=peft_config,
         callbacks=[*progress_callbacks(), live],
     )

@@ -149,7 +149,7 @@ class LiveVisualizationCallback(TrainerCallback):
             example_dataset=self._data(),
             solved_examples=self._solved_examples(),
         )
-        env = SQLEnvironment(dataset=self._data(), split=split)
+        env = SQLEnvironment(dataset=self._data(), split=split, config=self.config.env_config)
         was_training = model.training
         model.eval()
         try:

@@ -51,6 +51,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         loss_on_mistakes=section.loss_on_mistakes,
         clean_copies=section.clean_copies,
         solved_examples=config.solved_examples,
+        config=config.env_config,
     )
     if counts["examples"] == 0:
         raise ValueError(

@@ -38,9 +38,16 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from sqlenv.agents.prompts import TOOL_ERROR_PREFIX, question_message, system_message, tool_result_text
+from sqlenv.agents.prompts import (
+    TOOL_ERROR_PREFIX,
+    answer_mode_of,
+    question_message,
+    system_message,
+    tool_result_text,
+)
 from sqlenv.agents.solved_examples import SolvedExamples
-from sqlenv.agents.tools import TOOLS, action_to_tool_call
+from sqlenv.agents.tools import action_to_tool_call, tools_for_answer_mode
+from sqlenv.config import EnvConfig
 from sqlenv.data import Dataset, QuestionRecord
 from sqlenv.env.models import SQLAction
 from sqlenv.env.verifier import format_answer
@@ -111,6 +118,7 @@ def oracle_plan(
     sample_rate: float,
     mistake_rate: float,
     recovery_rate: float = 0.0,
+    answer_mode: str = "value",
 ) -> list[SQLAction]:
     described = list(record.tables_involved[:MAX_DESCRIBED_TABLES]) or tables[:1]
     rng.shuffle(described)
@@ -133,9 +141,8 @@ def oracle_plan(
             else:
                 plan.append(SQLAction(action_type="QUERY", argument=wrong.sql))
     plan.append(SQLAction(action_type="QUERY", argument=record.gold_sql))
-    plan.append(
-        SQLAction(action_type="ANSWER", argument=format_answer(record.gold_answer, record.answer_type))
-    )
+    answer = record.gold_sql if answer_mode == "sql" else format_answer(record.gold_answer, record.answer_type)
+    plan.append(SQLAction(action_type="ANSWER", argument=answer))
     return plan
 
 
@@ -156,7 +163,13 @@ def oracle_trajectory(
     tables = [line.strip() for line in observation.schema_info.splitlines()[1:] if line.strip()]
     messages: list[dict[str, Any]] = [system_message(observation), question_message(observation, examples)]
     plan = oracle_plan(
-        record, tables, rng, sample_rate=sample_rate, mistake_rate=mistake_rate, recovery_rate=recovery_rate
+        record,
+        tables,
+        rng,
+        sample_rate=sample_rate,
+        mistake_rate=mistake_rate,
+        recovery_rate=recovery_rate,
+        answer_mode=answer_mode_of(observation),
     )
     for action in plan:
         call = action_to_tool_call(action)
@@ -183,16 +196,18 @@ def oracle_conversations(
     recovery_rate: float = 0.0,
     clean_copies: bool = False,
     solved_examples: int = 0,
+    config: EnvConfig | None = None,
 ) -> list[list[dict[str, Any]]]:
     """Conversations for the split's questions (those with a non-empty gold result), seeded. With
     `clean_copies`, a conversation with a mistaken query is followed by its clean copy
     (`without_mistakes`): with the mistake out of the loss, the mistake conversation teaches the
     gold query only after an error, and a model trained on those alone loses first-query recall.
     With `solved_examples` N, each question message shows the N most similar solved train questions
-    (`sqlenv.agents.solved_examples`)."""
+    (`sqlenv.agents.solved_examples`). `config` is the environment the conversations are played in
+    (its answer mode decides what the answers are)."""
     from sqlenv.env.environment import SQLEnvironment
 
-    env = SQLEnvironment(dataset=dataset, split=split)
+    env = SQLEnvironment(dataset=dataset, split=split, config=config)
     examples = SolvedExamples(dataset, solved_examples) if solved_examples else None
     rng = random.Random(seed)
     records = [r for r in dataset.split(split) if not r.empty_gold]
@@ -263,12 +278,13 @@ def tokenize_conversation(
     template: str,
     *,
     unlearned_turns: set[int] | frozenset[int] = frozenset(),
+    answer_mode: str = "value",
 ) -> dict[str, list[int]]:
     """`input_ids` and the assistant-token mask (1 on what the model must learn to write).
     `unlearned_turns` (assistant turns counted from 0) stay in the text but out of the loss."""
     encoded = tokenizer.apply_chat_template(
         messages,
-        tools=list(TOOLS),
+        tools=list(tools_for_answer_mode(answer_mode)),
         chat_template=template,
         tokenize=True,
         return_dict=True,
@@ -303,6 +319,7 @@ def sft_dataset(
     loss_on_mistakes: bool = False,
     clean_copies: bool = False,
     solved_examples: int = 0,
+    config: EnvConfig | None = None,
 ) -> tuple[Any, dict[str, int]]:
     """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long). The
     mistaken queries are left out of the loss unless `loss_on_mistakes`: trained on, they teach the
@@ -321,11 +338,14 @@ def sft_dataset(
         recovery_rate=recovery_rate,
         clean_copies=clean_copies,
         solved_examples=solved_examples,
+        config=config,
     ):
         if max_examples is not None and len(rows) >= max_examples:
             break
         unlearned = set() if loss_on_mistakes else mistaken_turns(messages)
-        row = tokenize_conversation(tokenizer, messages, template, unlearned_turns=unlearned)
+        row = tokenize_conversation(
+            tokenizer, messages, template, unlearned_turns=unlearned, answer_mode=(config or EnvConfig()).answer_mode
+        )
         if len(row["input_ids"]) > max_length:
             too_long += 1
             continue
