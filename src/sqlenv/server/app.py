@@ -74,6 +74,7 @@ def create_sqlenv_app(
         state_cls=SQLState,
     )
     server.register_routes(app, mode=ServerMode.SIMULATION)
+    _document_task_api_errors(app)
     app.state.env_server = server
     _environment_input_errors_as_422(app)
     question_list = [
@@ -101,6 +102,23 @@ def create_sqlenv_app(
         return JSONResponse(body)
 
     return app
+
+
+_TASK_API_PATHS = frozenset(
+    {"/{env_name}/splits", "/{env_name}/tasks", "/{env_name}/num_tasks", "/{env_name}/task", "/{env_name}/task_range"}
+)
+
+
+def _document_task_api_errors(app: FastAPI) -> None:
+    """OpenEnv's task routes answer an unknown split or index with 400 and another environment's
+    name with 404, but declare only 200 and 422: add both to their OpenAPI entries, so the schema
+    says what the server does (the schema is built on first request, after this)."""
+    from fastapi.routing import APIRoute
+
+    for route in app.routes:
+        if isinstance(route, APIRoute) and route.path in _TASK_API_PATHS:
+            route.responses.setdefault(400, {"description": "an unknown split, or a task index outside it"})
+            route.responses.setdefault(404, {"description": "an environment name other than this server's"})
 
 
 _INPUT_ERRORS = (ValueError, KeyError, TypeError)
