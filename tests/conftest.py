@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -142,6 +142,30 @@ async def oracle_episode_total(client, dataset, question_id: str) -> float:
         result = await client.step(policy.act(result.observation))
         total += result.reward or 0.0
     return round(total, 6)
+
+
+def least_of_attempts(measure: Callable[[], float], bound: float, attempts: int = 3) -> float:
+    """The least of up to `attempts` measurements, stopping at the first within `bound`.
+
+    For the few tests whose property is a wall time (a runaway query is stopped within its time
+    limit + 10 %): on a shared machine another process can take the cores for a moment, and one
+    slow measurement then says nothing about the sandbox. A sandbox that stops late does so every
+    time, and fails all attempts.
+
+    Args:
+        measure: runs the timed operation once (with its own assertions) and returns seconds.
+        bound: the time the test requires.
+        attempts: how many measurements at most.
+
+    Returns:
+        The first measurement within `bound`, else the least of all.
+    """
+    least = float("inf")
+    for _ in range(attempts):
+        least = min(least, measure())
+        if least <= bound:
+            break
+    return least
 
 
 def _proc_stat(pid: int) -> list[str] | None:
