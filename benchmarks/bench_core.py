@@ -6,7 +6,9 @@ Measures, on spider10 (or demo with --dataset demo):
 - QUERY: every gold query of the dataset through the sandbox alone (authorizer, statement check,
   watchdog, progress handler, bounded fetch) and as a whole environment step (plus rendering,
   reward and observation), each against raw `sqlite3` execute + fetchall of the same statements
-  on a plain read-only connection, interleaved in the same run;
+  on a plain read-only connection, interleaved in the same run; then the step's time beyond the
+  sandbox, split: rendering the result text and the progress potential (each timed alone on the
+  same results) and the rest (lease, bookkeeping, observation);
 - the oracle policy over every question of the dataset (all splits).
 
 Run: .venv/bin/python benchmarks/bench_core.py --spider-dir ../shared/spider [--repeats 5]
@@ -25,8 +27,9 @@ from urllib.parse import quote
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.agents.reference import OraclePolicy
 from sqlenv.data import load_dataset
+from sqlenv.env.rewards import GoldProfile, progress_potential
 from sqlenv.evaluation import evaluate
-from sqlenv.sandbox import SQLSandbox
+from sqlenv.sandbox import SQLSandbox, render_result
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -130,6 +133,24 @@ def main() -> None:
     raw_query_s = statistics.median(raw_q) / len(queries)
     sandbox_query_s = statistics.median(sandbox_q) / len(queries)
 
+    # Where a step's time goes beyond the sandbox: the two computations over a result, each timed
+    # alone on the same results; what remains is the lease, the bookkeeping and the observation.
+    by_id = {r.question_id: r for r in records}
+    results = [(sandboxes[db].execute(sql), GoldProfile.of(by_id[qid].gold_answer)) for qid, db, sql in queries]
+    limits, reward_config, tolerance = env.config.sandbox, env.config.reward, env.config.float_tolerance
+
+    def renders() -> None:
+        for result, _gold in results:
+            render_result(result, limits)
+
+    def potentials() -> None:
+        for result, gold in results:
+            progress_potential(result.rows, gold, reward_config, tolerance)
+
+    render_s = _median_time(renders, args.repeats) / len(queries)
+    phi_s = _median_time(potentials, args.repeats) / len(queries)
+    rest_s = env_query_s - sandbox_query_s - render_s - phi_s
+
     oracle_env = {split: SQLEnvironment(dataset=dataset, split=split) for split in dataset.split_names}
 
     def oracle_all() -> None:
@@ -157,6 +178,12 @@ def main() -> None:
     print(
         f"{'QUERY step (execute+render+reward)':<34}{env_query_s * 1e6:>11.1f} us{'1.20 x raw':>14}{ratio:>10.2f}"
     )
+    for name, seconds in (
+        ("  of which rendering the result", render_s),
+        ("  of which progress potential", phi_s),
+        ("  of which the rest (lease, obs...)", rest_s),
+    ):
+        print(f"{name:<34}{seconds * 1e6:>11.1f} us{'x raw':>14}{seconds / raw_query_s:>10.2f}")
     print(f"{f'oracle, all {len(records)} questions':<34}{oracle_s:>12.2f} s{5:>12} s{oracle_s / 5:>10.2f}")
     for conn in raw_conns.values():
         conn.close()

@@ -12,6 +12,7 @@ table, refused SQL) are errors the agent reads; they spend a step and never rais
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -22,16 +23,15 @@ from typing import Any
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
-from sqlenv.config import DEFAULT_CONFIG, EnvConfig, answer_sql_limits
+from sqlenv.config import DEFAULT_CONFIG, EnvConfig, SandboxLimits, answer_sql_limits
 from sqlenv.data import Dataset, QuestionRecord, load_dataset
 from sqlenv.data.records import normalize_cell
 from sqlenv.env.models import ACTION_TYPES, SQLAction, SQLObservation, SQLState
 from sqlenv.env.rewards import (
     GoldProfile,
-    StepOutcome,
-    exploration_reward,
+    exploration_reward_parts,
     progress_potential,
-    repeat_text,
+    repeat_text_of_folded,
     terminal_reward,
 )
 from sqlenv.env.verifier import Verdict, execution_match, verify_answer
@@ -96,6 +96,12 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
     """Answer a question about a SQLite database by exploring it within a step budget."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    # Not a thread-safety need: OpenEnv's server otherwise gives every WebSocket session its own
+    # ThreadPoolExecutor, and so its own OS thread (~23 KB of RSS) for as long as the session
+    # lives. Its only synchronous calls under the server are construction and close() (reset and
+    # step are async here), which are microseconds: one shared thread serves them all. OpenEnv
+    # reads this flag only when the factory is the class or a functools.partial of it.
+    REQUIRES_SINGLE_THREAD_EXECUTOR = True
 
     def __init__(
         self,
@@ -106,14 +112,24 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
     ) -> None:
         super().__init__()
         self.config = config or DEFAULT_CONFIG
-        self._answer_limits = answer_sql_limits(self.config.sandbox)
         self.dataset = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, spider_dir)
         self.split = split
         self.questions = self.dataset.split(split)
         if not self.questions:
             raise ValueError(f"split {split!r} of dataset {self.dataset.name!r} has no questions")
-        self._rng = random.Random()
         self._episode: _Episode | None = None
+
+    @functools.cached_property
+    def _rng(self) -> random.Random:
+        """The generator of unseeded resets, made on first use: a Random holds ~2.5 KB of state,
+        which an idle server session (or one that always resets by id or seed) never needs."""
+        return random.Random()
+
+    @functools.cached_property
+    def _answer_limits(self) -> SandboxLimits:
+        """The sandbox limits of an SQL answer's statement, made on first use: only sessions in
+        answer mode "sql" that reach ANSWER need them."""
+        return answer_sql_limits(self.config.sandbox)
 
     # ---- OpenEnv API -------------------------------------------------------------------------
 
@@ -172,22 +188,24 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         kind = action.action_type.strip().upper()
         argument = action.argument
         ep.step_count += 1
-        ep.history.append(f"{kind or '?'} {_short(argument)}".rstrip())
+        # Whitespace folded once, for both the history line and the repeat key.
+        folded = " ".join(argument.split())
+        ep.history.append(f"{kind or '?'} {_shorten(folded)}".rstrip())
         if kind == "ANSWER":
             return self._answer(ep, argument, timeout_s)
         # A hash, not the text: an episode's memory must not grow with the size of its arguments.
-        action_key = (kind, hash(repeat_text(argument)))
-        repeat = action_key in ep.seen_actions
-        ep.seen_actions.add(action_key)
+        action_key = (kind, hash(repeat_text_of_folded(folded)))
+        repeat = not _add_if_new(ep.seen_actions, action_key)
         outcome = self._explore(ep, kind, argument, timeout_s)
         phi_before = ep.phi
         if outcome.phi is not None:
             ep.phi = outcome.phi
-        reward = exploration_reward(
-            StepOutcome(outcome.executed, outcome.new_info, repeat, phi_before, ep.phi), self.config.reward
+        # The parts without StepOutcome/StepReward objects: this runs on every step.
+        operational, progress = exploration_reward_parts(
+            outcome.executed, outcome.new_info, repeat, phi_before, ep.phi, self.config.reward
         )
-        ep.operational_total += reward.operational
-        ep.progress_total += reward.progress
+        ep.operational_total += operational
+        ep.progress_total += progress
         result = outcome.result
         terminal = 0.0
         if ep.step_count >= ep.budget:
@@ -197,13 +215,13 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
             terminal = terminal_reward(False, self.config.reward)
             ep.terminal_total += terminal
             result = (result + "\n" if result else "") + "Step budget exhausted: the episode is over."
-        obs = self._observation(ep, result=result, error=outcome.error, reward=reward.total + terminal)
-        obs.metadata["reward_components"] = {
-            "operational": reward.operational,
-            "progress": reward.progress,
-            "terminal": terminal,
-        }
-        return obs
+        return self._observation(
+            ep,
+            result=result,
+            error=outcome.error,
+            reward=operational + progress + terminal,
+            reward_components={"operational": operational, "progress": progress, "terminal": terminal},
+        )
 
     async def reset_async(
         self,
@@ -335,9 +353,7 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
                 text = ep.catalog.describe(table)
             else:
                 text = ep.catalog.sample(table, self.config.sample_rows, self.config.sandbox)
-            info_key = (kind, table)
-            new_info = info_key not in ep.seen_info
-            ep.seen_info.add(info_key)
+            new_info = _add_if_new(ep.seen_info, (kind, table))
             return _Outcome(result=text, executed=True, new_info=new_info)
         if kind == "QUERY":
             return self._query(ep, argument, timeout_s)
@@ -353,9 +369,8 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
                 result = sandbox.execute(sql, time_limit_s=self._time_limit(timeout_s))
         except SandboxError as exc:
             return _Outcome(error=str(exc))
-        info_key = ("RESULT", result.columns, result.rows, result.truncated)
-        new_info = info_key not in ep.seen_info
-        ep.seen_info.add(info_key)
+        # The key holds the whole result, so hashing it costs a pass over every kept cell: once.
+        new_info = _add_if_new(ep.seen_info, ("RESULT", result.columns, result.rows, result.truncated))
         phi = progress_potential(
             result.rows, _gold_profile(ep.record), self.config.reward, self.config.float_tolerance
         )
@@ -415,24 +430,40 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
             limit = min(limit, timeout_s)
         return limit
 
-    def _observation(self, ep: _Episode, *, result: str, error: str, reward: float | None) -> SQLObservation:
-        return SQLObservation(
-            question=ep.record.question,
-            schema_info=ep.catalog.table_list_text,
-            result=result,
-            error=error,
-            step_count=ep.step_count,
-            budget_remaining=max(ep.budget - ep.step_count, 0),
-            action_history=list(ep.history),
-            done=ep.done,
-            reward=reward,
-            metadata={
-                "question_id": ep.record.question_id,
-                "db_id": ep.record.db_id,
-                "difficulty": ep.record.difficulty,
-                "episode_id": ep.episode_id,
-                "answer_mode": self.config.answer_mode,
-            },
+    def _observation(
+        self,
+        ep: _Episode,
+        *,
+        result: str,
+        error: str,
+        reward: float | None,
+        reward_components: dict[str, float] | None = None,
+    ) -> SQLObservation:
+        """The observation of `ep` now; `reward_components`, when given, go into its metadata."""
+        record = ep.record
+        metadata: dict[str, Any] = {
+            "question_id": record.question_id,
+            "db_id": record.db_id,
+            "difficulty": record.difficulty,
+            "episode_id": ep.episode_id,
+            "answer_mode": self.config.answer_mode,
+        }
+        if reward_components is not None:
+            metadata["reward_components"] = reward_components
+        # In SQLObservation's field order, as its validating constructor would store them.
+        return _trusted_observation(
+            {
+                "done": ep.done,
+                "reward": reward,
+                "metadata": metadata,
+                "question": record.question,
+                "schema_info": ep.catalog.table_list_text,
+                "result": result,
+                "error": error,
+                "step_count": ep.step_count,
+                "budget_remaining": max(ep.budget - ep.step_count, 0),
+                "action_history": ep.history.copy(),  # the episode's list keeps growing
+            }
         )
 
 
@@ -465,5 +496,47 @@ def _rows(n: int) -> str:
 
 
 def _short(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return _shorten(" ".join(text.split()), limit)
+
+
+def _shorten(folded: str, limit: int = 120) -> str:
+    """_short of a text whose whitespace is already folded."""
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
+
+
+def _add_if_new(seen: set[Any], key: object) -> bool:
+    """Add `key` to `seen`; whether it was new. One hash of the key instead of two
+    (`in` then `add`), which matters when the key holds a whole query result."""
+    size = len(seen)
+    seen.add(key)
+    return len(seen) != size
+
+
+# The fields _observation fills, in SQLObservation's order. Should the model's fields ever differ
+# (an OpenEnv upgrade adding one), observations are validated as usual instead.
+_OBSERVATION_FIELD_ORDER = (
+    "done", "reward", "metadata", "question", "schema_info", "result", "error", "step_count",
+    "budget_remaining", "action_history",
+)
+_OBSERVATION_FIELDS = frozenset(_OBSERVATION_FIELD_ORDER)
+_TRUST_OBSERVATIONS = tuple(SQLObservation.model_fields) == _OBSERVATION_FIELD_ORDER
+_set_attribute = object.__setattr__
+
+
+def _trusted_observation(values: dict[str, Any]) -> SQLObservation:
+    """An SQLObservation holding `values` (every field, each already of its field's type),
+    without pydantic's validation, which costs several microseconds on every step.
+
+    What pydantic's model_construct does, minus its per-field default and alias handling (it is
+    slower than validating): the instance's __dict__, the set of fields given (all of them, as
+    the validating constructor records when every field is passed), and no extra or private
+    values. tests/test_step_equivalence.py checks that the result equals the validated model.
+    """
+    if not _TRUST_OBSERVATIONS:
+        return SQLObservation(**values)
+    obs = SQLObservation.__new__(SQLObservation)
+    _set_attribute(obs, "__dict__", values)
+    _set_attribute(obs, "__pydantic_fields_set__", set(_OBSERVATION_FIELDS))
+    _set_attribute(obs, "__pydantic_extra__", None)
+    _set_attribute(obs, "__pydantic_private__", None)
+    return obs

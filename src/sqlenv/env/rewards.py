@@ -16,6 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from sqlenv.config import RewardConfig
 from sqlenv.data.records import Cell
@@ -45,23 +46,39 @@ class StepReward:
 
 def repeat_text(argument: str) -> str:
     """An action's argument as the repeat penalty compares it: whitespace folded, a final `;` off."""
-    return " ".join(argument.split()).rstrip(";").strip()
+    return repeat_text_of_folded(" ".join(argument.split()))
+
+
+def repeat_text_of_folded(folded: str) -> str:
+    """repeat_text of an argument whose whitespace is already folded (`" ".join(arg.split())`)."""
+    return folded.rstrip(";").strip()
 
 
 def exploration_reward(outcome: StepOutcome, cfg: RewardConfig) -> StepReward:
     """L1 + L2 for one DESCRIBE/SAMPLE/QUERY (or invalid) step, clipped as a whole."""
+    operational, progress = exploration_reward_parts(
+        outcome.executed, outcome.new_info, outcome.repeat, outcome.phi_before, outcome.phi_after, cfg
+    )
+    return StepReward(operational=operational, progress=progress)
+
+
+def exploration_reward_parts(
+    executed: bool, new_info: bool, repeat: bool, phi_before: float, phi_after: float, cfg: RewardConfig
+) -> tuple[float, float]:
+    """exploration_reward as (operational, progress), without the two objects (the environment's
+    per-step path: building frozen dataclasses costs more than the arithmetic)."""
     operational = cfg.step_cost
-    if outcome.executed:
+    if executed:
         operational += cfg.executed_bonus
-    if outcome.new_info:
+    if new_info:
         operational += cfg.new_info_bonus
-    if outcome.repeat:
+    if repeat:
         operational += cfg.repeat_penalty
-    progress = cfg.progress_weight * (outcome.phi_after - outcome.phi_before)
+    progress = cfg.progress_weight * (phi_after - phi_before)
     total = min(max(operational + progress, cfg.step_clip_low), cfg.step_clip_high)
     paid_progress = min(max(progress, cfg.step_clip_low), cfg.step_clip_high)
     # Clipping is charged to the operational part; the progress part is paid as computed.
-    return StepReward(operational=total - paid_progress, progress=paid_progress)
+    return total - paid_progress, paid_progress
 
 
 def terminal_reward(correct: bool, cfg: RewardConfig) -> float:
@@ -76,6 +93,20 @@ def _value_key(value: Cell) -> object:
     if isinstance(value, str):
         return value.strip().casefold()
     return value
+
+
+def _value_keys(rows: Sequence[Sequence[Cell]]) -> set[object]:
+    """{_value_key(c) for every cell c}, computed over the distinct cells (a C-speed set) with
+    the plain int, float and str cases inline: a result can hold a thousand rows. Equal cells
+    have equal keys, so deduplicating first gives the same set."""
+    return {
+        round(float(c), 4)
+        if c.__class__ is int or c.__class__ is float
+        else c.strip().casefold()
+        if c.__class__ is str
+        else _value_key(c)
+        for c in set(chain.from_iterable(rows))
+    }
 
 
 @dataclass
@@ -115,7 +146,7 @@ def result_similarity(
         return 1.0
     n, g = len(rows), len(gold.rows)
     cardinality = min(n, g) / max(n, g) if max(n, g) else 1.0
-    values = {_value_key(c) for row in rows for c in row}
+    values = _value_keys(rows)
     common = len(values & gold.values)
     overlap = 2 * common / (len(values) + len(gold.values)) if common else 0.0
     if gold.scalar_number is None:
@@ -137,6 +168,8 @@ def progress_potential(
     rows: Sequence[Sequence[Cell]], gold: GoldProfile, cfg: RewardConfig, float_tolerance: float
 ) -> float:
     """phi: the similarity floored to a multiple of 1/bins; only the gold result reaches 1.0."""
+    if rows == gold.rows:  # result_similarity's first, exact test, without its calls
+        return 1.0
     raw = result_similarity(rows, gold, float_tolerance, cfg)
     if raw >= 1.0:
         return 1.0

@@ -170,33 +170,45 @@ class _Watchdog:
     _TICK_S = 0.25
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        # arm() and disarm() take the plain lock (Condition's own __enter__ is a Python call more
+        # on every query); the condition shares it.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._armed: dict[int, tuple[float, SQLSandbox]] = {}
         self._tokens = 0
         self._wake_at = float("inf")
         self._used_since_wake = False
         self._thread: threading.Thread | None = None
+        # Set by the thread while it runs: cheaper to read on every query than Thread.is_alive().
+        self._running = False
 
     def arm(self, sandbox: SQLSandbox, deadline: float) -> int:
-        with self._cond:
+        with self._lock:
             self._tokens += 1
             token = self._tokens
             self._armed[token] = (deadline, sandbox)
             self._used_since_wake = True
-            if self._thread is None or not self._thread.is_alive():  # first use, or after a fork
+            if not self._running:  # first use, after a fork (__init__ again), or the thread died
                 self._wake_at = float("inf")
                 self._thread = threading.Thread(target=self._run, name="sqlenv-sandbox-watchdog", daemon=True)
                 self._thread.start()
+                self._running = True  # before the thread can end: it waits for this lock first
             elif deadline < self._wake_at:
                 self._cond.notify()
             return token
 
     def disarm(self, token: int) -> None:
         """After this returns, the watchdog no longer touches the statement that `token` armed."""
-        with self._cond:
+        with self._lock:
             self._armed.pop(token, None)
 
     def _run(self) -> None:
+        try:
+            self._watch()
+        finally:
+            self._running = False
+
+    def _watch(self) -> None:
         with self._cond:
             while True:
                 now = time.perf_counter()
@@ -355,7 +367,7 @@ class SQLSandbox:
             raise SandboxError(f"query too long: {len(sql)} characters (limit {self.limits.max_sql_chars})")
         if "\x00" in sql:
             raise SandboxError("the query contains a NUL character")
-        if not sql.strip():
+        if not sql or sql.isspace():  # `not sql.strip()` without copying the statement
             raise SandboxError("empty query")
         refusal = _refused_statement(sql)
         if refusal is not None:
@@ -373,7 +385,7 @@ class SQLSandbox:
             cursor.execute(sql)
             if cursor.description is None:
                 raise SandboxError("only SELECT queries are allowed")
-            columns = tuple(d[0] for d in cursor.description)
+            columns = tuple([d[0] for d in cursor.description])
             rows, truncated = self._fetch_bounded(cursor)
         except SandboxError:
             raise
@@ -414,6 +426,8 @@ class SQLSandbox:
             kept_bytes += size
             if len(rows) > keep:
                 return tuple(rows[:keep]), True
+            if len(batch) < chunk:  # fetchmany() returns fewer rows only when there are no more
+                return tuple(rows), False
             chunk = max(1, min(256, _CHUNK_BYTES * len(rows) // max(kept_bytes, 1)))
 
     def _explain(self, exc: BaseException, limit_s: float) -> SandboxError:
