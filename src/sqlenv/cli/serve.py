@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,6 +17,14 @@ from sqlenv.cli.common import (
     fail,
     load_or_fail,
 )
+
+# uvicorn settings of every `sqlenv serve`, one worker or several.
+# - No permessage-deflate: it keeps a zlib compressor and decompressor per connection (~44 KB
+#   of RSS per idle session, more than everything else a session holds) and compresses every
+#   reply; observations are a few KB of text, usually on loopback or a LAN.
+# - The event loop stays uvicorn's "auto": uvloop (a dependency) where it is installed, asyncio
+#   elsewhere (Windows).
+UVICORN_OPTIONS: dict[str, Any] = {"log_level": "warning", "ws_per_message_deflate": False}
 
 
 @app.command()
@@ -39,10 +47,11 @@ def serve(
     import uvicorn
 
     from sqlenv.config import EnvConfig
-    from sqlenv.server.app import create_sqlenv_app
+    from sqlenv.server.app import create_sqlenv_app, raise_open_file_limit
     from sqlenv.settings import served_data_environment
 
     load_or_fail(dataset, spider_dir)  # fail early, and build the cache once for all workers
+    raise_open_file_limit()
     console.print(
         f"sqlenv serving {dataset}/{split.value} on http://{host}:{port} — play at http://{host}:{port}/web"
         + (" (answers are SQL statements)" if answer_mode == AnswerMode.sql else "")
@@ -58,7 +67,7 @@ def serve(
             host=host,
             port=port,
             workers=workers,
-            log_level="warning",
+            **UVICORN_OPTIONS,
         )
         return
     try:
@@ -67,4 +76,4 @@ def serve(
         )
     except KeyError as exc:
         fail(str(exc.args[0]))
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    uvicorn.run(application, host=host, port=port, **UVICORN_OPTIONS)

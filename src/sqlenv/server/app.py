@@ -14,7 +14,10 @@ The dataset is loaded once per server process and shared read-only by every sess
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import resource
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -52,8 +55,10 @@ def create_sqlenv_app(
     questions = data.split(split)  # fails early, naming the splits, if `split` is wrong
     limit = max_sessions if max_sessions is not None else default_max_sessions()
 
-    def make_environment() -> SQLEnvironment:
-        return SQLEnvironment(dataset=data, split=split, config=config)
+    # A partial of the class, not a closure: OpenEnv reads the class's flags through it (its
+    # concurrency check then needs no throwaway environment, and REQUIRES_SINGLE_THREAD_EXECUTOR
+    # spares each session a thread of its own).
+    make_environment = functools.partial(SQLEnvironment, dataset=data, split=split, config=config)
 
     # OpenEnv's HTTPEnvServer on our own FastAPI app, as create_fastapi_app does, so that the
     # server object (its live session count) stays reachable. Not create_app: with
@@ -141,11 +146,32 @@ def _environment_input_errors_as_422(app: FastAPI) -> None:
         app.add_exception_handler(error, input_error)
 
 
+def raise_open_file_limit() -> tuple[int, int]:
+    """Raise this process's soft limit on open files to its hard limit.
+
+    Every WebSocket session is a socket: thousands of sessions need more descriptors than the
+    usual soft limit of 1,024. `sqlenv serve` calls it before starting uvicorn (whose workers
+    inherit the limit); `app_from_environment` calls it in the process that will serve.
+
+    Returns:
+        The (soft, hard) limits now in force.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        # An unlimited hard limit cannot be the soft one on Linux (nr_open caps it): ask for much.
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        # On failure the soft limit stays: the server still runs, only with fewer sessions.
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
 def app_from_environment() -> FastAPI:
     """App factory for `uvicorn --factory` (used by `sqlenv serve --workers N`): settings come
     from SQLENV_DATASET, SQLENV_SPLIT, SQLENV_SPIDER_DIR, SQLENV_ANSWER_MODE and
     SQLENV_MAX_SESSIONS."""
     served = served_data_from_environment()
+    raise_open_file_limit()  # also when plain uvicorn (openenv.yaml) serves this app
     return create_sqlenv_app(
         dataset=served.dataset,
         split=served.split,
