@@ -290,6 +290,55 @@ def test_half_open_sockets_do_not_delay_other_sessions(
     assert server.get_json("/health")["status"] == "healthy"
 
 
+# ---- runaway queries ---------------------------------------------------------------------------------
+
+RUNAWAY_QUERY = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+def test_runaway_queries_in_other_sessions_stall_nobody(server: RunningServer) -> None:
+    # Two sessions each run a query until the time limit (5 s) while a prober steps: steps run on
+    # the shared query pool (or inline), never on a thread the runaway queries hold, nor on the
+    # event loop.
+    port = server.port
+    url = f"ws://127.0.0.1:{port}/ws"
+
+    async def runaway(ws) -> dict:
+        await _send_recv(ws, {"type": "reset", "data": {"question_id": "demo-0002"}})
+        started = time.perf_counter()
+        reply = json.loads(
+            await _send_recv(ws, {"type": "step", "data": {"action_type": "QUERY", "argument": RUNAWAY_QUERY}})
+        )
+        return {"observation": reply["data"]["observation"], "seconds": time.perf_counter() - started}
+
+    async def scenario() -> tuple[list[float], list[float], list[dict]]:
+        async with (
+            websockets.connect(url) as prober,
+            websockets.connect(url) as slow_a,
+            websockets.connect(url) as slow_b,
+        ):
+            baseline = await step_latencies(prober)
+            slow = [asyncio.create_task(runaway(ws)) for ws in (slow_a, slow_b)]
+            await asyncio.sleep(0.3)  # both queries are running
+            during = await step_latencies(prober)
+            assert not any(task.done() for task in slow), "the runaway queries ended before the probe did"
+            outcomes = await asyncio.gather(*slow)
+            # the slow sessions' episodes go on
+            for ws in (slow_a, slow_b):
+                reply = json.loads(
+                    await _send_recv(ws, {"type": "step", "data": {"action_type": "QUERY", "argument": "SELECT 1"}})
+                )
+                assert reply["data"]["observation"]["error"] == ""
+            return baseline, during, outcomes
+
+    baseline, during, outcomes = asyncio.run(scenario())
+    assert_normal_latency(baseline, during, "2 runaway queries in other sessions")
+    for outcome in outcomes:
+        assert "timed out after 5 s" in outcome["observation"]["error"], outcome
+        assert outcome["seconds"] >= 4.5
+    assert wait_for_sessions(server, 0) == 0
+    assert server.get_json("/health")["status"] == "healthy"
+
+
 # ---- slow clients ----------------------------------------------------------------------------------
 
 
