@@ -8,7 +8,8 @@ Measures, on spider10 (or demo with --dataset demo):
   reward and observation), each against raw `sqlite3` execute + fetchall of the same statements
   on a plain read-only connection, interleaved in the same run; then the step's time beyond the
   sandbox, split: rendering the result text and the progress potential (each timed alone on the
-  same results) and the rest (lease, bookkeeping, observation);
+  same results) and the rest (lease, bookkeeping, observation); and, as an ablation, the step
+  loop again with rendering and the potential replaced by constants;
 - the oracle policy over every question of the dataset (all splits).
 
 Run: .venv/bin/python benchmarks/bench_core.py --spider-dir ../shared/spider [--repeats 5]
@@ -27,6 +28,7 @@ from urllib.parse import quote
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.agents.reference import OraclePolicy
 from sqlenv.data import load_dataset
+from sqlenv.env import environment as environment_module
 from sqlenv.env.rewards import GoldProfile, progress_potential
 from sqlenv.evaluation import evaluate
 from sqlenv.sandbox import SQLSandbox, render_result
@@ -136,7 +138,9 @@ def main() -> None:
     # Where a step's time goes beyond the sandbox: the two computations over a result, each timed
     # alone on the same results; what remains is the lease, the bookkeeping and the observation.
     by_id = {r.question_id: r for r in records}
-    results = [(sandboxes[db].execute(sql), GoldProfile.of(by_id[qid].gold_answer)) for qid, db, sql in queries]
+    results = [
+        (sandboxes[db].execute(sql), GoldProfile.of(by_id[qid].gold_answer)) for qid, db, sql in queries
+    ]
     limits, reward_config, tolerance = env.config.sandbox, env.config.reward, env.config.float_tolerance
 
     def renders() -> None:
@@ -150,6 +154,22 @@ def main() -> None:
     render_s = _median_time(renders, args.repeats) / len(queries)
     phi_s = _median_time(potentials, args.repeats) / len(queries)
     rest_s = env_query_s - sandbox_query_s - render_s - phi_s
+
+    # The same step loop with rendering and the potential replaced by constants (the observation
+    # then says nothing useful): what the rest of the step costs inside the loop, where caches
+    # are colder than in the isolated timings above. An ablation, never the environment's path.
+    real = (environment_module.render_result, environment_module.progress_potential)
+    environment_module.render_result = lambda _result, _limits: ""
+    environment_module.progress_potential = lambda *_args: 1.0
+    try:
+        env_queries()
+        bare_q, bare_raw_q = [], []
+        for _ in range(args.repeats):
+            bare_raw_q.append(raw_queries())
+            bare_q.append(env_queries())
+    finally:
+        environment_module.render_result, environment_module.progress_potential = real
+    bare_ratio = statistics.median(bare_q) / statistics.median(bare_raw_q)
 
     oracle_env = {split: SQLEnvironment(dataset=dataset, split=split) for split in dataset.split_names}
 
@@ -184,6 +204,7 @@ def main() -> None:
         ("  of which the rest (lease, obs...)", rest_s),
     ):
         print(f"{name:<34}{seconds * 1e6:>11.1f} us{'x raw':>14}{seconds / raw_query_s:>10.2f}")
+    print(f"{'QUERY step, no render, no potential':<34}{'':>14}{'(ablation)':>14}{bare_ratio:>10.2f}")
     print(f"{f'oracle, all {len(records)} questions':<34}{oracle_s:>12.2f} s{5:>12} s{oracle_s / 5:>10.2f}")
     for conn in raw_conns.values():
         conn.close()
