@@ -42,6 +42,7 @@ import sys
 import time
 import urllib.request
 from array import array
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
@@ -267,22 +268,23 @@ class LibraryWebSocket:
 # ---- generator processes -------------------------------------------------------------------------
 
 
-def event_loop_runner() -> asyncio.Runner:
-    """An asyncio runner on uvloop where it is installed (as the server's is): the generator's
-    own overhead per step is then smaller, leaving more of the shared cores to the server."""
+def uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event-loop factory where it is installed (as the server uses it), else None."""
     try:
         import uvloop
     except ImportError:
-        return asyncio.Runner()
-    return asyncio.Runner(loop_factory=uvloop.new_event_loop)
+        return None
+    return uvloop.new_event_loop
+
+
+def event_loop_runner() -> asyncio.Runner:
+    """An asyncio runner on uvloop where it is installed: the generator's own overhead per step is
+    then smaller, leaving more of the shared cores to the server."""
+    return asyncio.Runner(loop_factory=uvloop_factory())
 
 
 def generator_loop_name() -> str:
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return "asyncio"
-    return "uvloop"
+    return "uvloop" if uvloop_factory() is not None else "asyncio"
 
 
 def generator_level(

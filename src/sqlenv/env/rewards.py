@@ -120,7 +120,7 @@ class GoldProfile:
 
     @classmethod
     def of(cls, rows: Sequence[Sequence[Cell]]) -> GoldProfile:
-        values = frozenset(_value_key(c) for row in rows for c in row)
+        values = frozenset(_value_keys(rows))
         scalar = None
         if len(rows) == 1 and len(rows[0]) == 1:
             cell = rows[0][0]

@@ -17,10 +17,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import resource
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+try:
+    import resource
+except ImportError:  # Windows: no per-process limit on open files to raise
+    resource = None  # type: ignore[assignment]
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -146,7 +150,7 @@ def _environment_input_errors_as_422(app: FastAPI) -> None:
         app.add_exception_handler(error, input_error)
 
 
-def raise_open_file_limit() -> tuple[int, int]:
+def raise_open_file_limit() -> tuple[int, int] | None:
     """Raise this process's soft limit on open files to its hard limit.
 
     Every WebSocket session is a socket: thousands of sessions need more descriptors than the
@@ -154,8 +158,10 @@ def raise_open_file_limit() -> tuple[int, int]:
     inherit the limit); `app_from_environment` calls it in the process that will serve.
 
     Returns:
-        The (soft, hard) limits now in force.
+        The (soft, hard) limits now in force; None where the platform has none (Windows).
     """
+    if resource is None:
+        return None
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
         # An unlimited hard limit cannot be the soft one on Linux (nr_open caps it): ask for much.
