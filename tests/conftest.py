@@ -13,6 +13,21 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# Local models generate with transformers unless a test asks for vLLM by name: starting vLLM takes
+# a minute or more, which only the tests of the vLLM engine should pay. (Subprocesses inherit it.)
+os.environ.setdefault("SQLENV_ENGINE", "transformers")
+
+
+def require_vllm() -> None:
+    """Skip where vLLM is not installed, saying why; a failure where SQLENV_REQUIRE_VLLM is set (CI)."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        reason = "vLLM not installed: bash scripts/install_vllm.sh"
+        if os.environ.get("SQLENV_REQUIRE_VLLM"):
+            pytest.fail(reason + " — SQLENV_REQUIRE_VLLM is set, so vLLM tests may not skip")
+        pytest.skip(reason)
+
 
 def spider_dir_or_none() -> Path | None:
     candidate = Path(os.environ.get("SQLENV_SPIDER_DIR") or REPO_ROOT.parent / "shared" / "spider")

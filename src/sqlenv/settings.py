@@ -15,6 +15,7 @@ only falls back to these readers where a default is documented to come from the 
 | `SQLENV_DEVICE` | the torch device of local models (default `auto`) | `sqlenv.agents.devices` |
 | `SQLENV_MAX_NEW_TOKENS` | tokens per reply of a language-model policy (default 256) | `sqlenv.agents.chat_policy` |
 | `SQLENV_SOLVED_EXAMPLES` | solved examples in a chat policy's prompt (default: as the model was trained) | `sqlenv.agents.local_policy`, `sqlenv.agents.openai_policy` |
+| `SQLENV_ENGINE` | what generates local models' replies: `transformers`, `vllm` or `auto` (default: vLLM where installed) | `sqlenv.agents.engines` |
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ ANSWER_MODE_ENV = "SQLENV_ANSWER_MODE"
 DEVICE_ENV = "SQLENV_DEVICE"
 MAX_NEW_TOKENS_ENV = "SQLENV_MAX_NEW_TOKENS"
 SOLVED_EXAMPLES_ENV = "SQLENV_SOLVED_EXAMPLES"
+ENGINE_ENV = "SQLENV_ENGINE"
 
 DEFAULT_QUERY_THREADS = 4
 DEFAULT_MAX_SESSIONS = 64
@@ -191,3 +193,13 @@ def solved_examples_from_environment() -> int | None:
     if not text.isdecimal():  # refuses "-1", "1.5" and "three" alike
         raise ValueError(f"${SOLVED_EXAMPLES_ENV}={text!r} is not a whole number >= 0")
     return int(text)
+
+
+def engine_from_environment() -> str | None:
+    """$SQLENV_ENGINE: the engine that generates local models' replies (`transformers`, `vllm`, `auto`).
+
+    Returns:
+        Its value, lower-cased, or None when it is unset or empty (the caller's default applies).
+    """
+    text = _text(ENGINE_ENV)
+    return text.lower() if text else None

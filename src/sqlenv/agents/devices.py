@@ -29,8 +29,12 @@ def resolve_device(requested: str | None = None) -> str:
     return str(device)
 
 
-def native_bf16() -> tuple[bool, str]:
+def native_bf16(device: str | None = None) -> tuple[bool, str]:
     """Whether the device models train and run on computes in bfloat16 natively.
+
+    Args:
+        device: a torch device (`cpu`, `cuda`, `cuda:N`); None: a GPU where PyTorch sees one,
+            else the CPU.
 
     Returns:
         (True for a GPU that supports bfloat16 or a CPU with AVX-512 BF16 or AMX, a description
@@ -38,7 +42,8 @@ def native_bf16() -> tuple[bool, str]:
     """
     import torch
 
-    if torch.cuda.is_available():
+    on_gpu = torch.cuda.is_available() if device is None else device.startswith("cuda")
+    if on_gpu:
         return torch.cuda.is_bf16_supported(), f"GPU {torch.cuda.get_device_name()}"
     # Private but long-standing helpers (torch.cpu); absent ones count as no support.
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")

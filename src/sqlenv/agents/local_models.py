@@ -11,7 +11,8 @@ A model name is one of:
 - a local model directory, or a hub id where a hub is reachable.
 
 A GGUF is de-quantised once and cached as a plain transformers checkpoint under the sqlenv cache,
-so later loads take seconds, not a minute. Models are loaded in float32 to run.
+so later loads take seconds, not a minute. Models run in bfloat16 where the hardware computes it
+natively, else in float32 (`run_in_bf16`).
 """
 
 from __future__ import annotations
@@ -270,7 +271,8 @@ class LoadedModel:
     """A chat model in memory with its tokenizer (whose chat template renders and parses tool calls)."""
 
     tokenizer: Any
-    model: Any
+    model: Any  # None where another engine holds the weights (`load_chat_tokenizer`)
+    stop_ids: set[int] | None = None  # None: read from the model's generation config
 
 
 _MODELS: dict[tuple[str, str], LoadedModel] = {}
@@ -290,7 +292,8 @@ def load_chat_model(name: str, device: str | None = None) -> LoadedModel:
 
         source = model_source(name)
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).to(device)
+        dtype = torch.bfloat16 if run_in_bf16(device) else torch.float32
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(device)
         model.eval()
         if getattr(tokenizer, "response_schema", None) is None:
             tokenizer = add_response_schema(tokenizer)
@@ -298,9 +301,53 @@ def load_chat_model(name: str, device: str | None = None) -> LoadedModel:
         return _MODELS[name, device]
 
 
+def run_in_bf16(device: str) -> bool:
+    """Whether local models run in bfloat16 on `device`: where the hardware computes it natively
+    (twice the speed of float32 and half the memory traffic); elsewhere PyTorch emulates it, many
+    times slower, so they run in float32.
+
+    Args:
+        device: a resolved torch device (`cpu`, `cuda`, `cuda:N`).
+
+    Returns:
+        True for a GPU with bfloat16 or a CPU with AVX-512 BF16 or AMX.
+    """
+    return native_bf16(device)[0]
+
+
+def load_chat_tokenizer(name: str) -> LoadedModel:
+    """The tokenizer of a preset, a local directory or a hub id, without its model (an engine in
+    another library holds the weights), and the stop tokens of its generation config.
+
+    Args:
+        name: the model's name (`model_source`).
+
+    Returns:
+        A `LoadedModel` whose `model` is None and whose `stop_ids` are set.
+    """
+    from transformers import AutoTokenizer, GenerationConfig
+    from trl.chat_template_utils import add_response_schema
+
+    source = model_source(name)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    if getattr(tokenizer, "response_schema", None) is None:
+        tokenizer = add_response_schema(tokenizer)
+    try:
+        configured = GenerationConfig.from_pretrained(source).eos_token_id
+    except OSError:  # no generation_config.json
+        configured = None
+    return LoadedModel(tokenizer, None, _as_ids(configured if configured is not None else tokenizer.eos_token_id))
+
+
+def _as_ids(configured: int | list[int]) -> set[int]:
+    return set(configured) if isinstance(configured, list) else {int(configured)}
+
+
 def stop_ids(loaded: LoadedModel) -> set[int]:
     """The token ids that end a reply: the model's generation config's, else the tokenizer's EOS."""
+    if loaded.stop_ids is not None:
+        return loaded.stop_ids
     configured = getattr(getattr(loaded.model, "generation_config", None), "eos_token_id", None)
     if configured is None:
         configured = loaded.tokenizer.eos_token_id
-    return set(configured) if isinstance(configured, list) else {int(configured)}
+    return _as_ids(configured)

@@ -11,6 +11,11 @@ re-encoding the whole conversation every turn costs more than generating the rep
 `--parallel N` threads play with) share the model and a `GenerationBatcher`, so the replies they
 wait for at the same time are decoded in one batch (`sqlenv.agents.batched_generation`).
 
+`engine` chooses what generates the replies (`sqlenv.agents.engines`): `transformers` (the model
+in this process, above) or `vllm` (`sqlenv.agents.vllm_engine`: one vLLM engine shared by the
+policy and its clones, continuous batching and prefix caching); `auto`, the default, is vLLM where
+it is installed. Both get the same prompt token ids and their replies are parsed the same way.
+
 With `solved_examples=N` the prompt shows the N most similar solved train questions of the
 database with their SQL (`sqlenv.agents.solved_examples`); a local model trained with them is
 prompted with them, as its directory records, unless the caller (`sqlenv eval --solved-examples`,
@@ -30,7 +35,17 @@ from sqlenv.agents.batched_generation import (
     GenerationRequest,
 )
 from sqlenv.agents.chat_policy import ChatToolPolicy, resolve_max_new_tokens
-from sqlenv.agents.local_models import SMOLLM2_PRESET, LoadedModel, is_named_model, load_chat_model, stop_ids
+from sqlenv.agents.engines import ReplyGenerator, resolve_engine
+from sqlenv.agents.local_models import (
+    SMOLLM2_PRESET,
+    LoadedModel,
+    is_named_model,
+    load_chat_model,
+    load_chat_tokenizer,
+    model_source,
+    run_in_bf16,
+    stop_ids,
+)
 from sqlenv.agents.model_identity import weights_fingerprint
 from sqlenv.agents.reply_formats import FORMAT_JSON, json_tool_call
 from sqlenv.agents.solved_examples import SolvedExamples, read_prompt_settings
@@ -58,6 +73,7 @@ class LLMPolicy(ChatToolPolicy):
         max_batch: int = DEFAULT_MAX_BATCH,
         batch_gather_s: float = DEFAULT_GATHER_S,
         device: str | None = None,
+        engine: str | None = None,
     ) -> None:
         if solved_examples is None:  # $SQLENV_SOLVED_EXAMPLES, else as the model was trained
             solved_examples = solved_examples_from_environment()
@@ -65,12 +81,13 @@ class LLMPolicy(ChatToolPolicy):
             solved_examples = read_prompt_settings(model).get("solved_examples", 0)
         super().__init__(shots=shots, example_dataset=example_dataset, solved_examples=solved_examples)
         self.device = device  # None: resolved when the model loads (resolve_device)
+        self.engine = resolve_engine(engine)  # "transformers" or "vllm"
         self.reuse_prefix_cache = reuse_prefix_cache
         self.max_batch = max_batch
         self.batch_gather_s = batch_gather_s  # how long a batch waits for more replies to join
         # Clones played by parallel threads share one batcher; the policy they were cloned from
-        # keeps generating on its own (see clone()).
-        self._batcher: GenerationBatcher | None = None
+        # keeps generating on its own (see clone()). With vLLM, the shared engine.
+        self._batcher: ReplyGenerator | None = None
         self._batcher_for_clones: GenerationBatcher | None = None
         self._clone_lock = threading.Lock()  # worker threads clone at the same moment
         self.generated_tokens = 0  # over the policy's life (benchmarks read it)
@@ -113,9 +130,12 @@ class LLMPolicy(ChatToolPolicy):
             max_batch=batch,
             batch_gather_s=self.batch_gather_s,
             device=self.device,
+            engine=self.engine,
         )
         twin._loaded, twin._examples, twin._examples_mode = self.loaded, self._examples, self._examples_mode
-        if batch > 1:
+        if self.engine == "vllm":
+            twin._batcher = self.vllm_engine
+        elif batch > 1:
             with self._clone_lock:  # one batcher for all clones, however many threads ask at once
                 if self._batcher_for_clones is None:
                     self._batcher_for_clones = GenerationBatcher(
@@ -129,17 +149,37 @@ class LLMPolicy(ChatToolPolicy):
 
     @classmethod
     def from_model(cls, tokenizer: Any, model: Any, *, name: str = "model", **options: Any) -> LLMPolicy:
-        """A policy on a model already in memory (e.g. the one being trained)."""
-        policy = cls(name, **options)
+        """A policy on a model already in memory (e.g. the one being trained), generating with
+        transformers."""
+        policy = cls(name, engine="transformers", **options)
         policy.name = name
         policy._loaded = LoadedModel(tokenizer, model)
         return policy
 
     @property
     def loaded(self) -> LoadedModel:
+        """The tokenizer, and the model when transformers generates (vLLM holds its own copy)."""
         if self._loaded is None:
-            self._loaded = load_chat_model(self.model_name, self.device)
+            if self.engine == "vllm":
+                self._loaded = load_chat_tokenizer(self.model_name)
+            else:
+                self._loaded = load_chat_model(self.model_name, self.device)
         return self._loaded
+
+    @property
+    def vllm_engine(self) -> ReplyGenerator:
+        """The vLLM engine this policy's model runs on, started on first use and shared by every
+        policy of the same model in this process (`sqlenv.agents.vllm_engine.shared_vllm_engine`)."""
+        from sqlenv.agents.devices import resolve_device
+        from sqlenv.agents.vllm_engine import shared_vllm_engine
+
+        device = resolve_device(self.device)
+        return shared_vllm_engine(
+            model_source(self.model_name),
+            stop_ids(self.loaded),
+            dtype="bfloat16" if run_in_bf16(device) else "float32",
+            max_model_len=self.max_context_tokens,
+        )
 
     def _reply(self) -> tuple[SQLAction | None, str, str]:
         text = self._generate()
@@ -173,10 +213,13 @@ class LLMPolicy(ChatToolPolicy):
         import torch
 
         loaded = self.loaded
-        inputs = self._prompt_ids().to(loaded.model.device)
-        prompt = inputs["input_ids"]
+        if self.engine == "vllm" and self._batcher is None:
+            self._batcher = self.vllm_engine
+        inputs = self._prompt_ids()
         if self._batcher is not None:
-            return self._generate_batched(prompt[0])
+            return self._generate_batched(inputs["input_ids"][0])
+        inputs = inputs.to(loaded.model.device)
+        prompt = inputs["input_ids"]
         options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": not self.greedy}
         if not self.greedy:
             torch.manual_seed(self._seed + len(self._turns))

@@ -47,11 +47,14 @@ class PolicySettings:
         device: the torch device local models run on (`auto`, `cpu`, `cuda`, `cuda:N`).
         max_new_tokens: tokens one reply may take.
         solved_examples: solved train questions shown in every chat policy's prompt.
+        engine: what generates local models' replies (`transformers`, `vllm`, `auto`;
+            `sqlenv.agents.engines`).
     """
 
     device: str | None = None
     max_new_tokens: int | None = None
     solved_examples: int | None = None
+    engine: str | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,7 @@ def _llm_policy(model: str, shots: int) -> PolicyBuilder:
             solved_examples=settings.solved_examples,
             max_new_tokens=settings.max_new_tokens,
             device=settings.device,
+            engine=settings.engine,
         )
 
     return build

@@ -69,6 +69,15 @@ DeviceOption = Annotated[
         show_default=False,
     ),
 ]
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="what generates local language models' replies: auto (vllm where installed, else "
+        "transformers), transformers or vllm (default: $SQLENV_ENGINE, else auto)",
+        show_default=False,
+    ),
+]
 MaxNewTokensOption = Annotated[
     int | None,
     typer.Option(
@@ -96,11 +105,23 @@ UrlOption = Annotated[
 
 
 def _policy_settings(
-    device: str | None, max_new_tokens: int | None, solved_examples: int | None = None
+    device: str | None,
+    max_new_tokens: int | None,
+    solved_examples: int | None = None,
+    engine: str | None = None,
 ) -> PolicySettings:
-    """`--device`, `--max-new-tokens` and `--solved-examples` as the settings every language-model
-    policy of the run is built with (a bad device ends the command before anything plays)."""
+    """`--device`, `--max-new-tokens`, `--solved-examples` and `--engine` as the settings every
+    language-model policy of the run is built with (a bad device or engine ends the command before
+    anything plays)."""
     from sqlenv.agents.registry import PolicySettings
+
+    if engine is not None:
+        from sqlenv.agents.engines import resolve_engine
+
+        try:
+            engine = resolve_engine(engine)
+        except ValueError as exc:
+            fail(str(exc))
 
     if device is not None:
         try:
@@ -111,7 +132,9 @@ def _policy_settings(
             fail(missing_extra_message("llm", "--device"))
         except ValueError as exc:
             fail(str(exc))
-    return PolicySettings(device=device, max_new_tokens=max_new_tokens, solved_examples=solved_examples)
+    return PolicySettings(
+        device=device, max_new_tokens=max_new_tokens, solved_examples=solved_examples, engine=engine
+    )
 
 
 def _policy_names(text: str) -> list[str]:
@@ -325,6 +348,7 @@ def eval_command(
     ray_address: RayAddressOption = None,
     journal: JournalOption = None,
     device: DeviceOption = None,
+    engine: EngineOption = None,
     max_new_tokens: MaxNewTokensOption = None,
     solved_examples: SolvedExamplesOption = None,
     answer_mode: AnswerModeOption = AnswerMode.value,
@@ -349,7 +373,7 @@ def eval_command(
     names = _policy_names(policy)
     if journal_only and journal is None:
         fail("--journal-only reports a journal's episodes: give --journal")
-    settings = _policy_settings(device, max_new_tokens, solved_examples)
+    settings = _policy_settings(device, max_new_tokens, solved_examples, engine)
     results = _run_policies(
         names,
         dataset,
@@ -414,13 +438,14 @@ def compare_command(
     ray_address: RayAddressOption = None,
     journal: JournalOption = None,
     device: DeviceOption = None,
+    engine: EngineOption = None,
     max_new_tokens: MaxNewTokensOption = None,
     solved_examples: SolvedExamplesOption = None,
     answer_mode: AnswerModeOption = AnswerMode.value,
 ) -> None:
     """Play several policies on the same questions with the same seeds and compare them."""
     names = _policy_names(policies)
-    settings = _policy_settings(device, max_new_tokens, solved_examples)
+    settings = _policy_settings(device, max_new_tokens, solved_examples, engine)
     if reports and out is None:
         fail("--reports needs --out DIR")
     results = _run_policies(

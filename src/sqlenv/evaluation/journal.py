@@ -42,6 +42,8 @@ JOURNAL_FORMAT = "sqlenv-episode-journal/1"
 # Journals written before the header recorded `max_new_tokens` came from chat policies that all
 # used 96 tokens per reply; such a journal is that run's.
 LEGACY_MAX_NEW_TOKENS = 96
+# Journals written before the header recorded `engine` came from local models that transformers ran.
+LEGACY_ENGINE = "transformers"
 # Journals written before the header recorded `examples_ranking` that showed solved examples ranked
 # them by the question alone.
 LEGACY_EXAMPLES_RANKING = "question"
@@ -71,6 +73,7 @@ class EpisodeJournal:
         weights: str | None = None,
         max_new_tokens: int | None = None,
         examples_ranking: str | None = None,
+        engine: str | None = None,
         write: bool = True,
     ):
         self.path = Path(path)
@@ -86,6 +89,9 @@ class EpisodeJournal:
             "weights": weights,  # None for policies without weights of their own (and older journals)
             "max_new_tokens": max_new_tokens,  # None for policies that generate no text
             "examples_ranking": examples_ranking,  # None for prompts without solved examples
+            # What generated the replies: engines differ in floating-point detail, so a greedy
+            # run continued on another engine would not be the run it started as.
+            "engine": engine,  # None for policies that generate no text here
         }
         self._lock = threading.Lock()
         self._held: IO[Any] | None = None
@@ -133,6 +139,8 @@ class EpisodeJournal:
             raise ValueError(f"{self.path} is not an episode journal ({JOURNAL_FORMAT})")
         if "max_new_tokens" not in header and self.header["max_new_tokens"] is not None:
             header["max_new_tokens"] = LEGACY_MAX_NEW_TOKENS
+        if "engine" not in header and self.header["engine"] is not None:
+            header["engine"] = LEGACY_ENGINE  # local models generated with transformers alone
         if "examples_ranking" not in header and re.search(r"-\d+solved$", str(header.get("policy"))):
             header["examples_ranking"] = LEGACY_EXAMPLES_RANKING  # a "<model>-<k>shot-<n>solved" run
         differences = [

@@ -114,6 +114,9 @@ class EvaluationResult:
     # "sql": every episode answered with SQL graded by execution match, so success_rate is
     # execution accuracy (reports say so); "value": answers graded by the typed verifier.
     answer_mode: str = "value"
+    # What generated a language-model policy's replies ("transformers", "vllm"); None for
+    # policies that generate no text here (random, oracle, an OpenAI-compatible server).
+    engine: str | None = None
 
     @property
     def success_label(self) -> str:
@@ -195,6 +198,7 @@ def summarise(
     journal_episodes: int = 0,
     planned_episodes: int = 0,
     finished_after_gap: int = 0,
+    engine: str | None = None,
 ) -> EvaluationResult:
     """An `EvaluationResult` from episode records (overall and by difficulty, type, database).
 
@@ -236,4 +240,5 @@ def summarise(
         journal_episodes=journal_episodes,
         planned_episodes=planned_episodes,
         finished_after_gap=finished_after_gap,
+        engine=engine,
     )
