@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from sqlenv.agents.engines import ENGINES
 from sqlenv.agents.solved_examples import check_solved_examples_count
 from sqlenv.config import ANSWER_MODES, EnvConfig
 
@@ -76,6 +77,12 @@ class GRPOSection:
         default_factory=lambda: {"correctness": 1.0, "progress": 1.0, "operational": 1.0}
     )
     env_url: str | None = None  # play rollouts on a sqlenv server instead of in-process
+    # What generates the rollouts: "vllm" (TRL's colocated vLLM; `training.vllm_colocate` on a
+    # CPU), "transformers" (the trained model itself), or "auto": vllm where it is installed.
+    engine: str = "auto"
+    # With vllm: TRL's importance-sampling correction for the gap between the engine's sampling
+    # probabilities and the trainer's. It costs one more forward pass of every rollout per step.
+    vllm_importance_sampling_correction: bool = True
     bf16: Bf16Setting = False
     save_steps: int = 10
     lora: LoRASection = field(default_factory=LoRASection)
@@ -189,6 +196,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     check_solved_examples_count(config.solved_examples)
     if config.answer_mode not in ANSWER_MODES:
         raise ValueError(f"answer_mode: {config.answer_mode!r} is not one of {', '.join(ANSWER_MODES)}")
+    if config.grpo.engine not in ("auto", *ENGINES):
+        raise ValueError(f"grpo.engine: {config.grpo.engine!r} is not one of auto, {', '.join(ENGINES)}")
     if config.grpo.loss_type not in LOSS_TYPES:
         raise ValueError(f"grpo.loss_type: {config.grpo.loss_type!r} is not one of {', '.join(LOSS_TYPES)}")
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})
