@@ -11,8 +11,14 @@ template's tags makes no environment calls: give an SFT model to see them), and 
 The baseline is the same step with SmolLM2-135M (the `smollm2-135m` preset) in the same process,
 the same rollouts and budgets; the first step of each is a warm-up and is not reported.
 
+`--engines transformers,vllm` compares generation engines instead: the config's model (from
+`--init-from`) with `grpo.engine` set to each in turn, the first the baseline. With vLLM the weight
+sync into the engine (TRL's, or `sqlenv.training.vllm_colocate`'s on a CPU) is its own column,
+taken out of generation.
+
 Run: .venv/bin/python benchmarks/bench_grpo_step.py --config configs/cpu-qwen0.5b.yaml
      --spider-dir ../shared/spider [--steps 2] [--threads N] [--set grpo.max_completion_length=512 ...]
+     [--engines transformers,vllm --init-from runs/cpu-qwen0.5b/sft/final]
 """
 
 from __future__ import annotations
@@ -50,7 +56,12 @@ class _Timer:
 
 
 def _measure(
-    config_path: str, model: str, steps: int, overrides: dict[str, Any], init_from: str | None = None
+    config_path: str,
+    model: str,
+    steps: int,
+    overrides: dict[str, Any],
+    init_from: str | None = None,
+    engine: str | None = None,
 ) -> list[dict[str, float]]:
     from sqlenv.env.environment import SQLEnvironment
     from sqlenv.training.config import load_config
@@ -69,15 +80,19 @@ def _measure(
             "live.eval_every": 0,
             "live.heldout_questions": 0,
             "live.plot_every": 0,
+            **({"grpo.engine": engine} if engine else {}),
         }
         config = load_config(config_path, settings)
-        environment, generation = _Timer(), _Timer()
+        environment, generation, sync = _Timer(), _Timer(), _Timer()
         originals = SQLEnvironment.reset, SQLEnvironment.step
         SQLEnvironment.reset = environment.wrap(SQLEnvironment.reset)  # type: ignore[method-assign]
         SQLEnvironment.step = environment.wrap(SQLEnvironment.step)  # type: ignore[method-assign]
         try:
             trainer = build_grpo_trainer(config)
             trainer._generate_single_turn = generation.wrap(trainer._generate_single_turn)
+            if getattr(trainer, "vllm_generation", None) is not None:
+                vllm_generation = trainer.vllm_generation
+                vllm_generation.sync_weights = sync.wrap(vllm_generation.sync_weights)
             clock = StepClock()
             rows: list[dict[str, float]] = []
 
@@ -85,9 +100,13 @@ def _measure(
                 def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
                     environment.take()  # what happened before the step is not the step's
                     generation.take()
+                    sync.take()
 
                 def on_step_end(self, *args: Any, **kwargs: Any) -> None:
-                    rows.append({"generation": generation.take(), "environment": environment.take()})
+                    synced = sync.take()  # inside generation: TRL syncs before it generates
+                    rows.append(
+                        {"generation": generation.take() - synced, "sync": synced, "environment": environment.take()}
+                    )
 
                 def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
                     if logs and "completions/mean_length" in logs and rows:  # the step just ended
@@ -104,7 +123,7 @@ def _measure(
             SQLEnvironment.reset, SQLEnvironment.step = originals  # type: ignore[method-assign]
     for row, total in zip(rows, clock.durations, strict=True):
         row["total"] = total
-        row["rest"] = total - row["generation"] - row["environment"]
+        row["rest"] = total - row["generation"] - row["sync"] - row["environment"]
     return rows[1:]  # the first step warms up
 
 
@@ -119,6 +138,9 @@ def main() -> None:
     )
     parser.add_argument("--baseline-init-from", default=None, help="start the baseline from this checkpoint")
     parser.add_argument("--set", action="append", default=[], dest="sets", help="KEY=VALUE config override")
+    parser.add_argument(
+        "--engines", default=None, help="compare grpo.engine values (e.g. transformers,vllm) on the config's model"
+    )
     args = parse_timing_args(parser)
     import yaml
 
@@ -128,20 +150,33 @@ def main() -> None:
     for item in args.sets:
         key, _, value = item.partition("=")
         overrides[key] = yaml.safe_load(value)
-    model = load_config(args.config, overrides).model
-    results = {
-        args.baseline_model: _measure(args.config, args.baseline_model, args.steps, overrides, args.baseline_init_from),
-        model: _measure(args.config, model, args.steps, overrides, args.init_from),
-    }
+    configured = load_config(args.config, overrides).model
+    if args.engines:
+        engines = args.engines.split(",")
+        results = {
+            f"{configured} ({engine})": _measure(args.config, configured, args.steps, overrides, args.init_from, engine)
+            for engine in engines
+        }
+        args.baseline_model, model = list(results)
+    else:
+        model = configured
+        results = {
+            args.baseline_model: _measure(
+                args.config, args.baseline_model, args.steps, overrides, args.baseline_init_from
+            ),
+            model: _measure(args.config, model, args.steps, overrides, args.init_from),
+        }
 
     def mean(name: str, part: str) -> float:
         return sum(r.get(part, 0.0) for r in results[name]) / len(results[name])
 
     print(f"GRPO step of {args.config} (mean of {args.steps - 1} step(s) after a warm-up), seconds:")
-    print(f"{'model':<24}{'generation':>12}{'environment':>13}{'rest':>10}{'total':>10}{'tokens':>9}{'calls':>7}")
+    print(
+        f"{'model':<34}{'generation':>12}{'sync':>8}{'environment':>13}{'rest':>10}{'total':>10}{'tokens':>9}{'calls':>7}"
+    )
     for name in results:
         print(
-            f"{name:<24}{mean(name, 'generation'):>12.2f}{mean(name, 'environment'):>13.4f}"
+            f"{name:<34}{mean(name, 'generation'):>12.2f}{mean(name, 'sync'):>8.2f}{mean(name, 'environment'):>13.4f}"
             f"{mean(name, 'rest'):>10.2f}{mean(name, 'total'):>10.2f}{mean(name, 'tokens'):>9.0f}"
             f"{mean(name, 'tool_calls'):>7.2f}"
         )
@@ -149,7 +184,7 @@ def main() -> None:
     for name in results:
         if mean(name, "tokens"):
             print(f"{name}: {1000 * mean(name, 'generation') / mean(name, 'tokens'):.1f} s of generation per 1k completion tokens")
-    for part in ("generation", "environment", "rest", "total"):
+    for part in ("generation", "sync", "environment", "rest", "total"):
         base = mean(args.baseline_model, part)
         ratio = mean(model, part) / base if base else float("nan")
         print(f"{model} / {args.baseline_model}, {part}: {ratio:.2f}x")

@@ -1,0 +1,130 @@
+"""Evaluation speed by generation engine: episodes per minute of a local model, vLLM against transformers.
+
+Plays the same spider10 eval questions (the first `--questions` of the split, seed 0, greedy) with
+`sqlenv.agents.local_policy.LLMPolicy` on each engine, at each `--parallel` count, and prints
+episodes per minute, generated tokens per second (all episodes together), success and format-error
+rates, and each engine's ratio to transformers at the same parallelism. Each engine runs in a
+process of its own (vLLM binds its threads to the cores, which would slow a transformers run in the
+same process); the model is loaded and warmed before the clock starts, so the numbers are playing
+time, not start-up (which is printed apart).
+
+Run: .venv/bin/python benchmarks/bench_engines.py --spider-dir ../shared/spider
+     [--model qwen2.5-coder-0.5b] [--questions 32] [--parallel 1,16] [--engines transformers,vllm]
+     [--max-new-tokens 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def play(args: argparse.Namespace) -> dict[str, object]:
+    """One engine, every parallel count: the measurements as a JSON-ready dict."""
+    from sqlenv.agents.batched_generation import GenerationRequest
+    from sqlenv.agents.local_policy import LLMPolicy
+    from sqlenv.data import load_dataset
+    from sqlenv.env.environment import SQLEnvironment
+    from sqlenv.evaluation import evaluate
+
+    dataset = load_dataset("spider10", args.spider_dir)
+    env = SQLEnvironment(dataset=dataset, split="eval")
+    question_ids = [r.question_id for r in dataset.split("eval")[: args.questions]]
+    started = time.perf_counter()
+    policy = LLMPolicy(args.model, max_new_tokens=args.max_new_tokens, engine=args.engine)
+    warm = policy.clone(max_batch=16)  # loads the model (and starts vLLM) outside the clock
+    if args.engine == "vllm":
+        warm._batcher.generate(GenerationRequest(prompt_ids=[1, 2, 3], cache=None, max_new_tokens=4))  # type: ignore[union-attr]
+    else:
+        _ = warm.loaded
+    start_up = time.perf_counter() - started
+    runs = []
+    for parallel in args.parallel:
+        before = policy.generated_tokens
+        clones: list[LLMPolicy] = []
+
+        def factory(clones: list[LLMPolicy] = clones) -> LLMPolicy:
+            clone = policy.clone(max_batch=16)
+            clones.append(clone)
+            return clone
+
+        began = time.perf_counter()
+        result = evaluate(
+            env,
+            policy,
+            n_episodes=len(question_ids),
+            question_ids=question_ids,
+            parallel=parallel,
+            policy_factory=factory if parallel > 1 else None,
+        )
+        seconds = time.perf_counter() - began
+        tokens = policy.generated_tokens - before + sum(c.generated_tokens for c in clones)
+        runs.append(
+            {
+                "parallel": parallel,
+                "seconds": round(seconds, 1),
+                "episodes": result.n_episodes,
+                "episodes_per_minute": round(60 * result.n_episodes / seconds, 2),
+                "generated_tokens": tokens,
+                "tokens_per_s": round(tokens / seconds, 1),
+                "success_rate": result.success_rate,
+                "format_error_rate": round(result.format_error_rate, 3),
+                "successes": [e.success for e in result.episodes],
+            }
+        )
+        print(json.dumps(runs[-1] | {"engine": args.engine, "successes": None}), file=sys.stderr, flush=True)
+    return {"engine": args.engine, "start_up_s": round(start_up, 1), "runs": runs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spider-dir", default=None)
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b")
+    parser.add_argument("--questions", type=int, default=32)
+    parser.add_argument("--parallel", default="1,16")
+    parser.add_argument("--engines", default="transformers,vllm")
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--engine", help=argparse.SUPPRESS)  # the child process's one engine
+    args = parser.parse_args()
+    args.parallel = [int(p) for p in str(args.parallel).split(",")]
+    if args.engine:
+        print(json.dumps(play(args)))
+        return
+    results = {}
+    for engine in args.engines.split(","):
+        command = [sys.executable, __file__, "--engine", engine, "--model", args.model,
+                   "--questions", str(args.questions), "--parallel", ",".join(map(str, args.parallel)),
+                   "--max-new-tokens", str(args.max_new_tokens)]  # fmt: skip
+        if args.spider_dir:
+            command += ["--spider-dir", args.spider_dir]
+        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "SQLENV_ENGINE": engine})
+        if done.returncode != 0:
+            raise SystemExit(f"{engine} failed:\n{done.stderr[-3000:]}")
+        results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"{args.model}, spider10 eval, first {args.questions} questions, greedy, "
+          f"{args.max_new_tokens} tokens per reply, {os.cpu_count()} cores")  # fmt: skip
+    print("engine        start-up  parallel  episodes/min  tokens/s  success  format errors  vs transformers")
+    base = {r["parallel"]: r for r in results.get("transformers", {"runs": []})["runs"]}
+    for engine, measured in results.items():
+        for run in measured["runs"]:
+            reference = base.get(run["parallel"])
+            ratio = f"{run['episodes_per_minute'] / reference['episodes_per_minute']:.2f}x" if reference else "-"
+            print(f"{engine:<13} {measured['start_up_s']:>7.1f}s  {run['parallel']:>8}  "
+                  f"{run['episodes_per_minute']:>12.2f}  {run['tokens_per_s']:>8.1f}  {run['success_rate']:>7.3f}  "
+                  f"{run['format_error_rate']:>13.3f}  {ratio:>15}")  # fmt: skip
+    if "transformers" in results and "vllm" in results:
+        for parallel in args.parallel:
+            a = next(r for r in results["transformers"]["runs"] if r["parallel"] == parallel)["successes"]
+            b = next(r for r in results["vllm"]["runs"] if r["parallel"] == parallel)["successes"]
+            same = sum(x == y for x, y in zip(a, b, strict=True))
+            print(f"parallel {parallel}: the engines agree on success in {same} of {len(a)} episodes")
+    Path("bench_engines.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
