@@ -169,7 +169,7 @@ def main() -> None:
     print(header)
     rows = {}
     for label, reuse in (("prefix cache (default)", True), ("no cache (re-encode)", False)):
-        policy = LLMPolicy(args.model, max_new_tokens=args.max_new_tokens, reuse_prefix_cache=reuse)
+        policy = LLMPolicy(args.model, max_new_tokens=args.max_new_tokens, reuse_prefix_cache=reuse, engine="transformers")
         _ = policy.loaded  # load outside the timing
         r = _rollouts(dataset, args.split, policy, args.episodes, args.seed)
         rows[label] = r
@@ -185,7 +185,7 @@ def main() -> None:
     )
 
     print(f"\n3. sampling {args.max_new_tokens} tokens (temperature 1), as GRPO does")
-    policy = LLMPolicy(args.model, max_new_tokens=args.max_new_tokens)
+    policy = LLMPolicy(args.model, max_new_tokens=args.max_new_tokens, engine="transformers")
     single = _batched_tokens_per_s(policy, dataset, args.split, 1, args.max_new_tokens)
     grouped = _batched_tokens_per_s(policy, dataset, args.split, args.group, args.max_new_tokens)
     print(f"one at a time:        {single:7.1f} tokens/s  (baseline)")
@@ -193,7 +193,7 @@ def main() -> None:
 
     parallel = args.parallel or args.episodes
     print(f"\n4. the episodes of (2) on {parallel} threads, replies decoded in one batch")
-    policy = LLMPolicy(args.model, max_new_tokens=args.max_new_tokens)
+    policy = LLMPolicy(args.model, max_new_tokens=args.max_new_tokens, engine="transformers")
     _ = policy.loaded
     r = _rollouts(dataset, args.split, policy, args.episodes, args.seed, parallel=parallel)
     steps_per_s = r["steps"] / r["wall"]
