@@ -276,6 +276,7 @@ class LoadedModel:
 
 
 _MODELS: dict[tuple[str, str], LoadedModel] = {}
+_TOKENIZERS: dict[str, LoadedModel] = {}  # `load_chat_tokenizer`'s, per model name
 _MODELS_LOCK = threading.Lock()
 
 
@@ -317,7 +318,8 @@ def run_in_bf16(device: str) -> bool:
 
 def load_chat_tokenizer(name: str) -> LoadedModel:
     """The tokenizer of a preset, a local directory or a hub id, without its model (an engine in
-    another library holds the weights), and the stop tokens of its generation config.
+    another library holds the weights), and the stop tokens of its generation config; memoised
+    per process.
 
     Args:
         name: the model's name (`model_source`).
@@ -325,18 +327,25 @@ def load_chat_tokenizer(name: str) -> LoadedModel:
     Returns:
         A `LoadedModel` whose `model` is None and whose `stop_ids` are set.
     """
-    from transformers import AutoTokenizer, GenerationConfig
-    from trl.chat_template_utils import add_response_schema
+    # Memoised under the models' lock: parallel workers ask at once, and transformers' lazy imports
+    # are not safe to race (a thread can see `AutoTokenizer` missing while another imports it).
+    with _MODELS_LOCK:
+        if name in _TOKENIZERS:
+            return _TOKENIZERS[name]
+        from transformers import AutoTokenizer, GenerationConfig
+        from trl.chat_template_utils import add_response_schema
 
-    source = model_source(name)
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    if getattr(tokenizer, "response_schema", None) is None:
-        tokenizer = add_response_schema(tokenizer)
-    try:
-        configured = GenerationConfig.from_pretrained(source).eos_token_id
-    except OSError:  # no generation_config.json
-        configured = None
-    return LoadedModel(tokenizer, None, _as_ids(configured if configured is not None else tokenizer.eos_token_id))
+        source = model_source(name)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        if getattr(tokenizer, "response_schema", None) is None:
+            tokenizer = add_response_schema(tokenizer)
+        try:
+            configured = GenerationConfig.from_pretrained(source).eos_token_id
+        except OSError:  # no generation_config.json
+            configured = None
+        stops = _as_ids(configured if configured is not None else tokenizer.eos_token_id)
+        _TOKENIZERS[name] = LoadedModel(tokenizer, None, stops)
+        return _TOKENIZERS[name]
 
 
 def _as_ids(configured: int | list[int]) -> set[int]:

@@ -115,8 +115,9 @@ class LLMPolicy(ChatToolPolicy):
         clones waiting for a reply at the same time, as parallel evaluation threads do, are
         decoded in one batch. The first clone's batch size sizes the shared batcher."""
         batch = self.max_batch if max_batch is None else max_batch
-        with self._clone_lock:  # threads clone at once: build the index once
+        with self._clone_lock:  # threads clone at once: build the index and load the model once
             solved = self._solved_index() or 0
+            loaded = self.loaded
         twin = LLMPolicy(
             self.model_name,
             shots=self.shots,
@@ -132,7 +133,7 @@ class LLMPolicy(ChatToolPolicy):
             device=self.device,
             engine=self.engine,
         )
-        twin._loaded, twin._examples, twin._examples_mode = self.loaded, self._examples, self._examples_mode
+        twin._loaded, twin._examples, twin._examples_mode = loaded, self._examples, self._examples_mode
         if self.engine == "vllm":
             twin._batcher = self.vllm_engine
         elif batch > 1:
