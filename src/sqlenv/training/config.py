@@ -83,6 +83,9 @@ class GRPOSection:
     # With vllm: TRL's importance-sampling correction for the gap between the engine's sampling
     # probabilities and the trainer's. It costs one more forward pass of every rollout per step.
     vllm_importance_sampling_correction: bool = True
+    # Score each group's rollouts with their shared prompt computed once (`training.grpo_shared_prefix`):
+    # TRL's log-probabilities and gradients, the prompt's forward and backward once per group.
+    shared_prompt: bool = False
     bf16: Bf16Setting = False
     save_steps: int = 10
     lora: LoRASection = field(default_factory=LoRASection)
@@ -190,6 +193,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         value = getattr(config, section).bf16
         if not (isinstance(value, bool) or value == "auto"):
             raise ValueError(f"{section}.bf16: expected true, false or auto, got {value!r}")
+    if not isinstance(config.grpo.shared_prompt, bool):
+        raise ValueError(f"grpo.shared_prompt: expected true or false, got {config.grpo.shared_prompt!r}")
     for key in ("loss_on_mistakes", "clean_copies"):
         if not isinstance(getattr(config.sft, key), bool):
             raise ValueError(f"sft.{key}: expected true or false, got {getattr(config.sft, key)!r}")

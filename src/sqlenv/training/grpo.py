@@ -195,6 +195,10 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         callbacks=[*progress_callbacks(), live],
     )
     present_tools_in_evaluation_order(trainer)
+    if section.shared_prompt:
+        from sqlenv.training.grpo_shared_prefix import use_shared_prompt_logps
+
+        use_shared_prompt_logps(trainer)
     return trainer
 
 
