@@ -222,7 +222,9 @@ def test_a_closed_http_session_releases_its_environment(demo_dataset) -> None:
 
     port = free_port()
     server = create_mcp_server(demo_dataset, "train", port=port)
-    http = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="error"))
+    http = uvicorn.Server(
+        uvicorn.Config(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="error")
+    )
     thread = threading.Thread(target=http.run, daemon=True)
     thread.start()
     try:
@@ -258,5 +260,68 @@ def test_list_questions_filters_and_refuses_a_bad_split(demo_dataset) -> None:
             assert books["questions"] and all("books" in q["question"].lower() for q in books["questions"])
             bad = await session.call_tool("list_questions", {"split": "test"})
             assert bad.isError and "unknown split 'test'" in bad.content[0].text
+
+    asyncio.run(scenario())
+
+
+def _first_question(dataset, answer_type: str) -> Any:
+    return next(r for r in dataset.split("train") if r.answer_type == answer_type and not r.empty_gold)
+
+
+def test_answer_takes_any_json_value_as_the_value_mode_answer(demo_dataset) -> None:
+    """Numbers, lists and booleans are played as answers (the text of them), exactly as the same
+    answer sent as text; a wrongly typed argument of another tool is a tool error naming it."""
+    integer = _first_question(demo_dataset, "integer")
+    listed = _first_question(demo_dataset, "list")
+    gold_number = integer.gold_answer[0][0]
+    gold_list = [row[0] for row in listed.gold_answer]
+
+    async def answered(session: ClientSession, question_id: str, value: Any) -> dict[str, Any]:
+        await call(session, "start_episode", question_id=question_id)
+        return await call(session, "answer", value=value)
+
+    async def scenario() -> None:
+        async with stdio_session() as session:
+            schema = next(t for t in (await session.list_tools()).tools if t.name == "answer").inputSchema
+            kinds = {option.get("type") for option in schema["properties"]["value"]["anyOf"]}
+            assert {"string", "integer", "number", "boolean", "array", "object"} <= kinds
+            as_number = await answered(session, integer.question_id, gold_number)
+            as_text = await answered(session, integer.question_id, str(gold_number))
+            assert as_number["metadata"]["correct"] is True and as_number["reward"] == as_text["reward"]
+            assert as_number["action_history"][-1] == f"ANSWER {gold_number}"
+            as_array = await answered(session, listed.question_id, gold_list)
+            assert as_array["metadata"]["correct"] is True
+            wrong_array = await answered(session, listed.question_id, [*gold_list, "not in the answer"])
+            assert wrong_array["done"] is True and wrong_array["metadata"]["correct"] is False
+            as_bool = await answered(session, integer.question_id, True)
+            assert as_bool["done"] is True and as_bool["action_history"][-1] == "ANSWER true"
+            as_object = await answered(session, integer.question_id, {"count": gold_number})
+            assert as_object["done"] is True and as_object["error"] == ""
+            await call(session, "start_episode", question_id=integer.question_id)
+            bad = await session.call_tool("describe", {"table_name": 5})
+            assert bad.isError and bad.content[0].text == (
+                "describe needs table_name as a string, the name of a table in the database; got a number"
+            )
+            missing = await session.call_tool("query", {})
+            assert missing.isError and missing.content[0].text == (
+                "query needs sql: a string, one read-only SQLite SELECT statement"
+            )
+            after = await call(session, "sample", table_name="books")
+            assert after["step_count"] == 1  # the refused call spent no step
+
+    asyncio.run(scenario())
+
+
+def test_in_sql_answer_mode_a_non_string_answer_is_refused_and_the_episode_goes_on(demo_dataset) -> None:
+    async def scenario() -> None:
+        async with stdio_session("--answer-mode", "sql") as session:
+            await call(session, "start_episode", question_id="demo-0003")
+            refused = await session.call_tool("answer", {"value": 42})
+            assert (
+                refused.isError and "must be a string holding one SELECT statement" in refused.content[0].text
+            )
+            gold = demo_dataset.get("demo-0003").gold_sql
+            finished = await call(session, "answer", value=gold)
+            assert finished["step_count"] == 1 and finished["metadata"]["correct"] is True
 
     asyncio.run(scenario())

@@ -6,7 +6,8 @@ results, errors and rewards are exactly those of `step`:
 
 - `list_questions(split, db_id, difficulty, contains, offset, limit)`: the questions (never gold);
 - `start_episode(question_id | seed)`: a new episode for this MCP session (`reset`);
-- `describe(table_name)`, `sample(table_name)`, `query(sql)`, `answer(value)`: one step each.
+- `describe(table_name)`, `sample(table_name)`, `query(sql)`, `answer(value)`: one step each
+  (`value` any JSON value: a string is the answer text, anything else is written as JSON).
 
 Each tool returns the observation (`SQLObservation`: result, error, reward, done, budget, ...).
 An action the environment refuses (unknown table, a statement that is not read-only) is an
@@ -22,6 +23,7 @@ sandbox.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
 
 from sqlenv.config import EnvConfig
 from sqlenv.data import Dataset, load_dataset
@@ -45,6 +48,77 @@ INSTRUCTIONS = (
     "sample and query (one read-only SELECT), then call answer once: it ends the episode. Each "
     "call spends one step of the budget; rewards are in each result."
 )
+
+
+# What `answer` accepts: any JSON value. MCP clients that build arguments from the tool's schema
+# send numbers, booleans and arrays as such, not as the text of them.
+AnswerValue = str | int | float | bool | list[Any] | dict[str, Any] | None
+
+
+def answer_text(value: AnswerValue, answer_mode: str) -> str:
+    """The ANSWER argument for an `answer` call's value.
+
+    A string is the answer text itself; any other JSON value is written as JSON (`42`, `true`,
+    `["a", "b"]`), which value mode reads as the answer's values; null is `NULL`, as gold NULLs
+    are written.
+
+    Args:
+        value: the `value` argument, as the client sent it.
+        answer_mode: the served answer mode ("value" or "sql").
+
+    Returns:
+        The text the environment's ANSWER action takes.
+
+    Raises:
+        ValueError: a non-string value in SQL answer mode (the answer is a statement there).
+    """
+    if isinstance(value, str):
+        return value
+    if answer_mode == "sql":
+        raise ValueError(
+            f"in SQL answer mode, value must be a string holding one SELECT statement, "
+            f"not {type(value).__name__} {json.dumps(value, ensure_ascii=False)[:80]}"
+        )
+    if value is None:
+        return "NULL"
+    return json.dumps(value, ensure_ascii=False)
+
+
+# The text arguments of the step tools, with what each must hold: a call that sends anything but
+# a string gets this said back (the SDK's own message is pydantic's validation report).
+TEXT_ARGUMENTS = {
+    "describe": ("table_name", "the name of a table in the database"),
+    "sample": ("table_name", "the name of a table in the database"),
+    "query": ("sql", "one read-only SQLite SELECT statement"),
+}
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+class SQLEnvMCP(FastMCP):
+    """FastMCP whose step tools refuse a missing or non-string text argument in plain words."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        if name in TEXT_ARGUMENTS:
+            argument, holds = TEXT_ARGUMENTS[name]
+            if argument not in arguments:
+                raise ToolError(f"{name} needs {argument}: a string, {holds}")
+            value = arguments[argument]
+            if not isinstance(value, str):
+                raise ToolError(f"{name} needs {argument} as a string, {holds}; got {_json_kind(value)}")
+        return await super().call_tool(name, arguments)
 
 
 @dataclass(frozen=True)
@@ -115,12 +189,12 @@ def create_mcp_server(
         "one read-only SQLite SELECT statement whose result answers the question (graded by "
         "execution match)"
         if episode_config.answer_mode == "sql"
-        else "the answer: a single value, or a JSON array of values (a row of several columns is "
-        "itself an array)"
+        else "the answer: a single value (a string, number or boolean), or an array of values (a row "
+        "of several columns is itself an array)"
     )
     extra: dict[str, Any] = {} if max_sessions is None else {"max_sessions": max_sessions}
     # WARNING: the SDK logs every request at INFO, to stderr; a served episode needs no such log.
-    server = FastMCP(
+    server = SQLEnvMCP(
         "sqlenv",
         instructions=INSTRUCTIONS,
         host=host,
@@ -228,8 +302,8 @@ def create_mcp_server(
         """
         return await act(ctx, "QUERY", sql)
 
-    async def answer(ctx: Context, value: str) -> SQLObservation:
-        return await act(ctx, "ANSWER", value)
+    async def answer(ctx: Context, value: AnswerValue) -> SQLObservation:
+        return await act(ctx, "ANSWER", answer_text(value, episode_config.answer_mode))
 
     answer.__doc__ = (
         "Give the final answer to the question. This ends the episode.\n\n"
