@@ -11,6 +11,7 @@ only falls back to these readers where a default is documented to come from the 
 | `SQLENV_CACHE_DIR` | where built datasets and converted models are cached (else `$XDG_CACHE_HOME/sqlenv`, else `~/.cache/sqlenv`) | `sqlenv.data.cache` |
 | `SQLENV_QUERY_THREADS` | threads of the shared pool that runs QUERY/ANSWER under the server (default 4) | `sqlenv.env.environment` |
 | `SQLENV_MAX_SESSIONS` | WebSocket sessions per server worker (default 64) | `sqlenv.server.app` |
+| `SQLENV_WORKER_TIMEOUT` | seconds `sqlenv serve --workers N` gives a worker to answer uvicorn's health check, at start-up and after (default 60) | `sqlenv.cli.serve` |
 | `SQLENV_DATASET`, `SQLENV_SPLIT`, `SQLENV_ANSWER_MODE` | what a server started by uvicorn serves (answer mode default `value`) | `sqlenv.server.app.app_from_environment` |
 | `SQLENV_DEVICE` | the torch device of local models (default `auto`) | `sqlenv.agents.devices` |
 | `SQLENV_MAX_NEW_TOKENS` | tokens per reply of a language-model policy (default 256) | `sqlenv.agents.chat_policy` |
@@ -28,6 +29,7 @@ SPIDER_DIR_ENV = "SQLENV_SPIDER_DIR"
 CACHE_DIR_ENV = "SQLENV_CACHE_DIR"
 QUERY_THREADS_ENV = "SQLENV_QUERY_THREADS"
 MAX_SESSIONS_ENV = "SQLENV_MAX_SESSIONS"
+WORKER_TIMEOUT_ENV = "SQLENV_WORKER_TIMEOUT"
 DATASET_ENV = "SQLENV_DATASET"
 SPLIT_ENV = "SQLENV_SPLIT"
 ANSWER_MODE_ENV = "SQLENV_ANSWER_MODE"
@@ -38,6 +40,9 @@ ENGINE_ENV = "SQLENV_ENGINE"
 
 DEFAULT_QUERY_THREADS = 4
 DEFAULT_MAX_SESSIONS = 64
+# uvicorn's own default is 5 s: on a busy machine a worker process can take longer than that to
+# start, and uvicorn then kills and replaces it, over and over.
+DEFAULT_WORKER_TIMEOUT = 60
 
 
 def _text(name: str) -> str:
@@ -100,6 +105,21 @@ def max_sessions_from_environment() -> int:
         ValueError: the variable is not a whole number.
     """
     return _whole_number(MAX_SESSIONS_ENV, DEFAULT_MAX_SESSIONS)
+
+
+def worker_timeout_from_environment() -> int:
+    """Seconds a `sqlenv serve --workers N` worker has to answer uvicorn's health check.
+
+    Returns:
+        $SQLENV_WORKER_TIMEOUT, else 60.
+
+    Raises:
+        ValueError: the variable is not a whole number of at least 1.
+    """
+    seconds = _whole_number(WORKER_TIMEOUT_ENV, DEFAULT_WORKER_TIMEOUT)
+    if seconds < 1:
+        raise ValueError(f"${WORKER_TIMEOUT_ENV}={seconds} must be at least 1 (seconds)")
+    return seconds
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,13 @@ commands, so `sqlenv --help` and `sqlenv data ...` start fast and the core insta
 command that needs no extra.
 """
 
-from sqlenv.cli import data, evaluate, mcp, models, play, serve, train  # noqa: F401  (each registers its commands)
-from sqlenv.cli.common import app
+from sqlenv.server.lean_openenv import skip_openenv_web_interface
+
+# Before any command imports OpenEnv: the command never uses OpenEnv's Gradio web interface, the
+# largest part of its import time (sqlenv.server.lean_openenv).
+skip_openenv_web_interface()
+
+from sqlenv.cli import data, evaluate, mcp, models, play, serve, train  # noqa: E402, F401  (each registers its commands)
+from sqlenv.cli.common import app  # noqa: E402
 
 __all__ = ["app"]

@@ -39,6 +39,14 @@ def serve(
         typer.Option(help="concurrent WebSocket sessions per worker (default 64, or $SQLENV_MAX_SESSIONS)"),
     ] = None,
     workers: Annotated[int, typer.Option(help="uvicorn worker processes, each with its own sessions")] = 1,
+    worker_timeout: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="with --workers: seconds a worker has to answer uvicorn's health check, at start-up "
+            "and after, before it is replaced (default 60, or $SQLENV_WORKER_TIMEOUT)",
+        ),
+    ] = None,
     answer_mode: AnswerModeOption = AnswerMode.value,
 ) -> None:
     """Serve the environment over OpenEnv's protocol (WebSocket /ws) with a web page at /web."""
@@ -48,7 +56,7 @@ def serve(
 
     from sqlenv.config import EnvConfig
     from sqlenv.server.app import create_sqlenv_app, raise_open_file_limit
-    from sqlenv.settings import served_data_environment
+    from sqlenv.settings import served_data_environment, worker_timeout_from_environment
 
     load_or_fail(dataset, spider_dir)  # fail early, and build the cache once for all workers
     raise_open_file_limit()
@@ -57,16 +65,23 @@ def serve(
         + (" (answers are SQL statements)" if answer_mode == AnswerMode.sql else "")
     )
     if workers > 1:
-        # uvicorn's workers are separate processes that build the app from the environment.
+        # uvicorn's workers are separate processes that build the app from the environment. Its
+        # supervisor pings each one and replaces any that does not answer within the timeout,
+        # also while it starts: the timeout must cover a start on a busy machine.
+        try:
+            timeout = worker_timeout or worker_timeout_from_environment()
+        except ValueError as exc:
+            fail(str(exc))
         os.environ.update(
             served_data_environment(dataset, split.value, spider_dir, max_sessions, answer_mode.value)
         )
         uvicorn.run(
-            "sqlenv.server.app:app_from_environment",
+            "sqlenv.server.worker:app_from_environment",
             factory=True,
             host=host,
             port=port,
             workers=workers,
+            timeout_worker_healthcheck=timeout,
             **UVICORN_OPTIONS,
         )
         return
