@@ -3,8 +3,9 @@
 A real `GRPOTrainer` on SmolLM2-135M (configs/smoke.yaml, transformers engine). A batch of two
 groups (prompts of different lengths, left-padded) of two rollouts each (completions of different
 lengths, right-padded), rows interleaved as TRL's shuffled micro-batches can be: the shared-prompt
-scoring must give TRL's log-probabilities and entropies, and the same gradients of a loss built
-from them.
+scoring must give TRL's log-probabilities and entropies, the same gradients of a loss built from
+them, and TRL's own GRPO loss (clipping, KL, DAPO normalisation) with the same value and gradients.
+A whole GRPO step with `grpo.shared_prompt` on is trained in tests/test_training_smoke.py.
 """
 
 from __future__ import annotations
@@ -88,20 +89,48 @@ def test_shared_prompt_scoring_equals_trls_and_so_do_the_gradients(trainer: Any)
         assert torch.allclose(ours[2][name], grad, atol=1e-5, rtol=1e-3), name
 
 
-def test_the_config_switch_trains_a_grpo_step_with_shared_prompts(tmp_path: Path, spider_dir: Path) -> None:
-    import math
+def test_trls_grpo_loss_and_its_gradients_are_the_same_with_shared_prompts(trainer: Any) -> None:
+    """TRL's own `compute_loss` (clipped ratios against old log-probabilities, the KL term to a
+    reference, DAPO's normalisation) with either scoring: the same loss, the same gradients."""
+    import torch
 
-    from sqlenv.training.config import load_config
-    from sqlenv.training.grpo import build_grpo_trainer
+    from sqlenv.training.grpo_shared_prefix import use_shared_prompt_logps
 
-    config = load_config(
-        REPO / "configs" / "smoke.yaml",
-        {"spider_dir": str(spider_dir), "output_dir": str(tmp_path), "sft.enabled": False,
-         "grpo.engine": "transformers", "grpo.shared_prompt": True, "grpo.max_steps": 1,
-         "live.heldout_questions": 0, "live.eval_every": 0, "live.transcript_every": 0},
-    )  # fmt: skip
-    trainer = build_grpo_trainer(config)
-    assert trainer._get_per_token_logps_and_entropies.__name__ == "scored"
-    trainer.train()
-    [step] = [entry for entry in trainer.state.log_history if "loss" in entry]
-    assert math.isfinite(step["loss"]) and math.isfinite(step["entropy"]) and step["entropy"] > 0
+    model = trainer.model
+    was_training = model.training
+    model.eval()  # no dropout: both passes see the same function
+    ids, mask, keep = _batch(trainer)
+    width = ids.shape[1] - keep
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        trainer.__dict__.pop("_get_per_token_logps_and_entropies", None)  # TRL's own method
+        current, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, mask, keep)
+    inputs = {
+        "prompt_ids": ids[:, :width],
+        "prompt_mask": mask[:, :width],
+        "completion_ids": ids[:, width:],
+        "completion_mask": mask[:, width:],
+        "advantages": torch.tensor([1.0, -0.5, -1.0, 0.5]),
+        "num_items_in_batch": mask[:, width:].sum(),
+        # a policy that has moved since the rollouts, and a reference elsewhere: clipping and KL act
+        "old_per_token_logps": current + 0.3 * torch.randn(current.shape, generator=generator),
+        "ref_per_token_logps": current + 0.2 * torch.randn(current.shape, generator=generator),
+    }
+
+    def loss_and_gradients() -> tuple[Any, dict[str, Any]]:
+        model.zero_grad(set_to_none=True)
+        loss = trainer.compute_loss(model, inputs)
+        loss.backward()
+        return loss.detach(), {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    try:
+        theirs = loss_and_gradients()
+        use_shared_prompt_logps(trainer)
+        ours = loss_and_gradients()
+    finally:
+        model.train(was_training)
+    assert torch.isfinite(theirs[0]) and theirs[0] != 0
+    assert torch.allclose(ours[0], theirs[0], atol=1e-5, rtol=1e-4)
+    assert ours[1].keys() == theirs[1].keys() and theirs[1]
+    for name, grad in theirs[1].items():
+        assert torch.allclose(ours[1][name], grad, atol=1e-5, rtol=1e-3), name

@@ -199,6 +199,12 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         from sqlenv.training.grpo_shared_prefix import use_shared_prompt_logps
 
         use_shared_prompt_logps(trainer)
+        if console is not None:
+            groups = section.batch_size // section.num_generations
+            console.print(
+                "training pass: each group's prompt computed once (grpo.shared_prompt)"
+                + ("" if groups else f"; batch_size {section.batch_size} holds no whole group, so it saves nothing")
+            )
     return trainer
 
 

@@ -66,7 +66,7 @@ def shared_prompt_logps(
         length = len(prompt)
         prefix = torch.tensor([prompt[:-1]], device=input_ids.device)
         with autocast():
-            cached = model(input_ids=prefix, use_cache=True, logits_to_keep=1).past_key_values
+            cached = model(input_ids=prefix, use_cache=True, logits_to_keep=1).cache
         expanded = DynamicCache()
         for layer, cache_layer in enumerate(cached.layers):
             count = len(members)
@@ -88,7 +88,7 @@ def shared_prompt_logps(
                 input_ids=suffix,
                 attention_mask=suffix_mask,
                 position_ids=positions.expand(len(members), -1),
-                past_key_values=expanded,
+                cache=expanded,
                 shift_labels=labels,
                 fused_lm_head=True,
             )
