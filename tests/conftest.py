@@ -206,7 +206,12 @@ def process_start_ticks(pid: int) -> int | None:
 
 
 def worker_pids(server: RunningServer) -> set[int]:
-    """Live uvicorn worker processes of a `sqlenv serve --workers N` server (Linux /proc).
+    """Live uvicorn worker processes of a `sqlenv serve --workers N` server (Linux /proc)."""
+    return spawned_workers(server.process.pid)
+
+
+def spawned_workers(parent: int) -> set[int]:
+    """Live uvicorn worker processes of the serving process `parent` (Linux /proc).
 
     uvicorn starts workers with multiprocessing's spawn, whose children of the serving process
     also include multiprocessing's resource tracker: workers are the ones running `spawn_main`.
@@ -216,7 +221,7 @@ def worker_pids(server: RunningServer) -> set[int]:
         if not entry.name.isdigit():
             continue
         stat = _proc_stat(int(entry.name))
-        if stat is None or stat[0] in ("Z", "X") or int(stat[1]) != server.process.pid:
+        if stat is None or stat[0] in ("Z", "X") or int(stat[1]) != parent:
             continue
         try:
             command = (entry / "cmdline").read_bytes()

@@ -264,15 +264,16 @@ def test_list_questions_filters_and_refuses_a_bad_split(demo_dataset) -> None:
     asyncio.run(scenario())
 
 
-def _first_question(dataset, answer_type: str) -> Any:
+def first_question(dataset, answer_type: str) -> Any:
+    """The first train question with this answer type and a non-empty gold answer."""
     return next(r for r in dataset.split("train") if r.answer_type == answer_type and not r.empty_gold)
 
 
 def test_answer_takes_any_json_value_as_the_value_mode_answer(demo_dataset) -> None:
     """Numbers, lists and booleans are played as answers (the text of them), exactly as the same
     answer sent as text; a wrongly typed argument of another tool is a tool error naming it."""
-    integer = _first_question(demo_dataset, "integer")
-    listed = _first_question(demo_dataset, "list")
+    integer = first_question(demo_dataset, "integer")
+    listed = first_question(demo_dataset, "list")
     gold_number = integer.gold_answer[0][0]
     gold_list = [row[0] for row in listed.gold_answer]
 

@@ -25,12 +25,10 @@ import pytest
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.agents.reference import OraclePolicy
 from sqlenv.server.mcp_server import answer_text
-from test_mcp import TOOLS, RunningMcpServer
+from test_mcp import ARGUMENT_OF_TOOL, TOOL_FOR_ACTION, TOOLS, RunningMcpServer, first_question
 
 CLIENT_DIR = Path(__file__).resolve().parent / "mcp_ts_client"
-ACTION_OF_TOOL = {"describe": "DESCRIBE", "sample": "SAMPLE", "query": "QUERY", "answer": "ANSWER"}
-ARGUMENT_OF_TOOL = {"describe": "table_name", "sample": "table_name", "query": "sql", "answer": "value"}
-TOOL_OF_ACTION = {action: tool for tool, action in ACTION_OF_TOOL.items()}
+ACTION_OF_TOOL = {tool: action for action, tool in TOOL_FOR_ACTION.items()}
 COMPARED = ("result", "error", "reward", "done", "step_count", "action_history")
 
 
@@ -61,13 +59,11 @@ def build_plan(dataset) -> list[dict[str, Any]]:
         calls.append({"tool": "start_episode", "arguments": {"question_id": question_id}})
         while not observation.done:
             action = policy.act(observation)
-            tool = TOOL_OF_ACTION[action.action_type]
+            tool = TOOL_FOR_ACTION[action.action_type]
             calls.append({"tool": tool, "arguments": {ARGUMENT_OF_TOOL[tool]: action.argument}})
             observation = env.step(action)
     env.close()
-    train = dataset.split("train")
-    integer = next(r for r in train if r.answer_type == "integer" and not r.empty_gold)
-    listed = next(r for r in train if r.answer_type == "list" and not r.empty_gold)
+    integer, listed = first_question(dataset, "integer"), first_question(dataset, "list")
     calls += [
         {"tool": "start_episode", "arguments": {"question_id": integer.question_id}},
         {"tool": "query", "arguments": {"sql": "DELETE FROM books"}},  # refused, a step spent

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, oracle_episode_total, process_start_ticks
+from conftest import free_port, oracle_episode_total, process_start_ticks, spawned_workers
 from sqlenv import SQLEnvironment
 from sqlenv.agents.reference import OraclePolicy
 from sqlenv.evaluation import evaluate
@@ -50,21 +50,6 @@ def busy_machine() -> Iterator[int]:
             burner.kill()
         for burner in burners:
             burner.wait(timeout=10)
-
-
-def _children_running_spawn(parent: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if stat[0] not in ("Z", "X") and int(stat[1]) == parent and b"spawn_main" in command:
-            found.add(int(entry.name))
-    return found
 
 
 def _healthy(url: str) -> bool:
@@ -103,7 +88,7 @@ def test_two_workers_start_beside_busy_cores_without_a_restart(busy_machine: int
                 f"the server exited:\n{server.stdout.read() if server.stdout else ''}"
             )
             assert time.monotonic() - began < STARTUP_BOUND_S, f"no /health within {STARTUP_BOUND_S} s"
-            for pid in _children_running_spawn(server.pid):
+            for pid in spawned_workers(server.pid):
                 seen.setdefault(pid, process_start_ticks(pid))
             time.sleep(0.1)
         healthy_after = time.monotonic() - began
@@ -128,10 +113,10 @@ def test_two_workers_start_beside_busy_cores_without_a_restart(busy_machine: int
         totals = asyncio.run(episodes())
         deadline = time.monotonic() + 10  # and a while longer under load: still the same workers
         while time.monotonic() < deadline:
-            for pid in _children_running_spawn(server.pid):
+            for pid in spawned_workers(server.pid):
                 seen.setdefault(pid, process_start_ticks(pid))
             time.sleep(0.2)
-        alive = _children_running_spawn(server.pid)
+        alive = spawned_workers(server.pid)
         print(
             f"\n/health after {healthy_after:.1f} s beside {busy_machine} CPU-bound processes; workers {sorted(seen)}"
         )

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-IGNORE_INDEX = -100
+from sqlenv.training.shared_prefix import IGNORE_INDEX, plain_kv_cache
 
 
 def shared_prompt_logps(
@@ -34,7 +34,7 @@ def shared_prompt_logps(
     *,
     compute_entropy: bool,
     autocast: Any,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """Per-token log-probabilities (and entropies) of the completions, each prompt computed once.
 
     Args:
@@ -47,7 +47,8 @@ def shared_prompt_logps(
 
     Returns:
         `(log_probs, entropies)`, each `(rows, C)` in the input's row order (entropies None unless
-        asked for); padding positions are 0, as TRL's.
+        asked for); padding positions are 0, as TRL's. None when the model's cache is not a plain
+        dynamic one (`plain_kv_cache`: sliding-window, hybrid or quantised caches).
     """
     from transformers import DynamicCache
 
@@ -66,13 +67,13 @@ def shared_prompt_logps(
         length = len(prompt)
         prefix = torch.tensor([prompt[:-1]], device=input_ids.device)
         with autocast():
-            cached = model(input_ids=prefix, use_cache=True, logits_to_keep=1).cache
-        expanded = DynamicCache()
-        for layer, cache_layer in enumerate(cached.layers):
-            count = len(members)
-            expanded.update(
-                cache_layer.keys.expand(count, -1, -1, -1), cache_layer.values.expand(count, -1, -1, -1), layer
-            )
+            kv = plain_kv_cache(model(input_ids=prefix, use_cache=True, logits_to_keep=1).cache)
+        if kv is None:
+            return None
+        count = len(members)
+        expanded = DynamicCache(
+            ddp_cache_data=[(k.expand(count, -1, -1, -1), v.expand(count, -1, -1, -1)) for k, v in kv]
+        )
         completion = input_ids[index, prompt_width:]
         completion_mask = attention_mask[index, prompt_width:]
         suffix = torch.cat([input_ids[index, prompt_width - 1 : prompt_width], completion[:, :-1]], dim=1)
@@ -106,24 +107,29 @@ def shared_prompt_logps(
 def use_shared_prompt_logps(trainer: Any) -> None:
     """Make a `GRPOTrainer` score its rollouts with `shared_prompt_logps` (module docstring).
 
-    Calls with multimodal inputs or MoE auxiliary losses keep TRL's own method.
+    Calls with multimodal inputs or MoE auxiliary losses keep TRL's own method, and so does a model
+    whose cache cannot be shared.
 
     Args:
         trainer: a TRL 1.16 `GRPOTrainer` (its `_get_per_token_logps_and_entropies` is replaced on
             the instance).
     """
     original = trainer._get_per_token_logps_and_entropies
+    shareable = True  # until the model's cache turns out not to be a plain dynamic one
 
     def scored(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
                batch_size: int | None = None, compute_entropy: bool = False, compute_aux_loss: bool = False,
                **extra: Any) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
-        if compute_aux_loss or any(value is not None for value in extra.values()):
-            return original(model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
-                            compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)  # fmt: skip
-        log_probs, entropies = shared_prompt_logps(
-            model, input_ids, attention_mask, logits_to_keep,
-            compute_entropy=compute_entropy, autocast=trainer.accelerator.autocast,
-        )  # fmt: skip
-        return log_probs, entropies, None
+        nonlocal shareable
+        if shareable and not compute_aux_loss and all(value is None for value in extra.values()):
+            shared = shared_prompt_logps(
+                model, input_ids, attention_mask, logits_to_keep,
+                compute_entropy=compute_entropy, autocast=trainer.accelerator.autocast,
+            )  # fmt: skip
+            if shared is not None:
+                return shared[0], shared[1], None
+            shareable = False
+        return original(model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                        compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)  # fmt: skip
 
     trainer._get_per_token_logps_and_entropies = scored

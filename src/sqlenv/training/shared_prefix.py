@@ -71,7 +71,7 @@ def shared_prefix_cut(
     return cut
 
 
-def _plain_kv_cache(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
+def plain_kv_cache(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
     """The per-layer (keys, values) of a plain dynamic cache, or None for any other kind (sliding
     windows, hybrid or quantised caches), whose layers cannot be rebuilt from two tensors."""
     from transformers.cache_utils import DynamicLayer
@@ -95,14 +95,14 @@ def shared_prefix_backward(
     """Forward and backward of the batch's token loss summed and divided by `normalizer` (default:
     the batch's target tokens, a mean), sharing `[0, cut)`: the parameters' `.grad` receive the
     same sums as `loss.backward()` of the plain step would give. None (and nothing done) when the
-    model's cache cannot be shared (`_plain_kv_cache`)."""
+    model's cache cannot be shared (`plain_kv_cache`)."""
     from transformers import DynamicCache
 
     targets = int((labels[:, 1:] != IGNORE_INDEX).sum())
     normalizer = normalizer or max(targets, 1)
     lengths = attention_mask.sum(dim=1).tolist()
     prefix = model(input_ids=input_ids[:1, :cut], use_cache=True, logits_to_keep=1)
-    kv = _plain_kv_cache(prefix.past_key_values)
+    kv = plain_kv_cache(prefix.past_key_values)
     if kv is None:
         return None
     leaves = [(k.detach().requires_grad_(), v.detach().requires_grad_()) for k, v in kv]
