@@ -109,7 +109,7 @@ def decode_batch(model: Any, requests: list[GenerationRequest], stop_ids: set[in
                     f"the cache holds {reused} tokens of a {len(request.prompt_ids)}-token prompt"
                 )
             new = torch.tensor([request.prompt_ids[reused:]], device=device)
-            output = model(input_ids=new, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            output = model(input_ids=new, cache=cache, use_cache=True, logits_to_keep=1)
             generator = None
             if not request.greedy:
                 generator = torch.Generator(device=device).manual_seed(request.seed)
@@ -180,7 +180,7 @@ def decode_batch(model: Any, requests: list[GenerationRequest], stop_ids: set[in
                 input_ids=tokens,
                 attention_mask=mask,
                 position_ids=positions,
-                past_key_values=batched,
+                cache=batched,
                 use_cache=True,
             )
             for position, i in enumerate(rows):

@@ -102,7 +102,7 @@ def shared_prefix_backward(
     normalizer = normalizer or max(targets, 1)
     lengths = attention_mask.sum(dim=1).tolist()
     prefix = model(input_ids=input_ids[:1, :cut], use_cache=True, logits_to_keep=1)
-    kv = plain_kv_cache(prefix.past_key_values)
+    kv = plain_kv_cache(prefix.cache)
     if kv is None:
         return None
     leaves = [(k.detach().requires_grad_(), v.detach().requires_grad_()) for k, v in kv]
@@ -129,7 +129,7 @@ def shared_prefix_backward(
             input_ids=input_ids[rows, cut:end],
             attention_mask=mask,
             position_ids=positions,
-            past_key_values=cache,
+            cache=cache,
             use_cache=True,
         )
         logits = out.logits[:, :-1].float()
