@@ -26,7 +26,6 @@ from pathlib import Path
 
 def play(args: argparse.Namespace) -> dict[str, object]:
     """One engine, every parallel count: the measurements as a JSON-ready dict."""
-    from sqlenv.agents.batched_generation import GenerationRequest
     from sqlenv.agents.local_policy import LLMPolicy
     from sqlenv.data import load_dataset
     from sqlenv.env.environment import SQLEnvironment
@@ -37,11 +36,7 @@ def play(args: argparse.Namespace) -> dict[str, object]:
     question_ids = [r.question_id for r in dataset.split("eval")[: args.questions]]
     started = time.perf_counter()
     policy = LLMPolicy(args.model, max_new_tokens=args.max_new_tokens, engine=args.engine)
-    warm = policy.clone(max_batch=16)  # loads the model (and starts vLLM) outside the clock
-    if args.engine == "vllm":
-        warm._batcher.generate(GenerationRequest(prompt_ids=[1, 2, 3], cache=None, max_new_tokens=4))  # type: ignore[union-attr]
-    else:
-        _ = warm.loaded
+    policy.clone(max_batch=16).warm_up()  # loads the model (and starts vLLM) outside the clock
     start_up = time.perf_counter() - started
     runs = []
     for parallel in args.parallel:

@@ -153,6 +153,73 @@ def test_environment_errors_are_tool_output_and_cost_a_step(demo_dataset) -> Non
     assert reward_operational([env])[0] < 0
 
 
+def test_rollout_diagnostics_sum_up_groups_answers_and_failed_calls(demo_dataset) -> None:
+    """Two groups of two real episodes: one group that differs (oracle vs a refused query and no
+    answer), one whose rollouts do the same thing (all-equal rewards, no advantage signal)."""
+    from sqlenv.training.diagnostics import RolloutDiagnostics
+
+    record = _a_train_question(demo_dataset)
+    table = record.tables_involved[0]
+    weights = {"correctness": 1.0, "progress": 0.0, "operational": 0.0}  # the correctness reward alone
+    diagnostics = RolloutDiagnostics(2, weights)
+    scored = diagnostics.observing(reward_correctness)
+    assert scored.__name__ == "reward_correctness"  # TRL names the logged reward after it
+    envs = [SQLToolEnv(demo_dataset, split="train") for _ in range(4)]
+    for env in envs:
+        env.reset(question_id=record.question_id)
+    for action in _oracle_actions(record):  # 3 calls, none failed, answered correctly
+        _call(envs[0], action)
+    envs[1].query(f"DELETE FROM {table}")  # refused by the environment: a failed call
+    envs[1].describe(table)  # and no answer
+    for env in envs[2:]:  # the same wrong answer, then a call after the end (TRL sees it raise)
+        env.answer("certainly not the answer")
+        with pytest.raises(RuntimeError, match="episode is over"):
+            env.describe(table)
+    rewards = scored(prompts=[], completions=[], environments=envs)
+    assert rewards == reward_correctness(envs)  # the reward function's result, untouched
+    point = diagnostics.take()
+    wrong = envs[0]._config.reward.wrong_answer
+    assert point["groups_all_equal"] == 0.5
+    assert point["group_reward_std"] == pytest.approx(abs(1.0 - wrong) / 2**0.5 / 2)  # stdev of {1, wrong}, halved
+    assert point["answer_rate"] == 0.75
+    assert point["tool_calls_per_rollout"] == (3 + 2 + 2 + 2) / 4
+    assert point["failed_calls_per_rollout"] == (0 + 1 + 1 + 1) / 4
+    assert diagnostics.take() == {}  # each step's rollouts are summed up once
+
+
+def test_the_live_callback_writes_and_resumes_the_diagnostics(demo_dataset, tmp_path: Path) -> None:
+    import json
+
+    from matplotlib.image import imread
+    from transformers import TrainerState
+
+    from sqlenv.training.diagnostics import RolloutDiagnostics
+    from sqlenv.training.live import LiveVisualizationCallback
+
+    config = load_config(REPO / "configs" / "smoke.yaml")
+    callback = LiveVisualizationCallback(config, tmp_path, tokenizer=None, phase="grpo", play_episodes=False)
+    callback.diagnostics = RolloutDiagnostics(2, {})
+    state = TrainerState()
+    callback.on_train_begin(None, state, None)
+    record = _a_train_question(demo_dataset)
+    for step in (1, 2):
+        envs = [SQLToolEnv(demo_dataset, split="train") for _ in range(2)]
+        for env in envs:
+            env.reset(question_id=record.question_id)
+            env.describe(record.tables_involved[0])
+        callback.diagnostics.record(envs)
+        state.global_step = step
+        callback.on_log(None, state, None, logs={"reward": 0.1, "loss": 0.2, "kl": 0.01 * step, "entropy": 0.5})
+    callback.on_log(None, state, None, logs={"train_runtime": 12.0})  # the run's summary: not a step
+    saved = json.loads((tmp_path / "live" / "diagnostics.json").read_text())
+    assert [p["step"] for p in saved] == [1, 2]
+    assert saved[1]["kl"] == 0.02 and saved[1]["groups_all_equal"] == 1.0 and saved[1]["answer_rate"] == 0.0
+    assert imread(tmp_path / "live" / "diagnostics.png").shape[1] == 4 * 420
+    resumed = LiveVisualizationCallback(config, tmp_path, tokenizer=None, phase="grpo", play_episodes=False)
+    resumed.on_train_begin(None, TrainerState(global_step=1), None)  # the checkpoint of step 1
+    assert [p["step"] for p in resumed.diagnostic_points] == [1]
+
+
 def test_reset_needs_a_question_and_tools_need_a_reset(demo_dataset) -> None:
     env = SQLToolEnv(demo_dataset, split="train")
     with pytest.raises(RuntimeError, match="reset"):

@@ -120,6 +120,43 @@ def test_the_cpu_sync_puts_the_policys_weights_into_vllm_and_trls_own_does_not(t
     assert _vllm_greedy(trainer, prompt) == before
 
 
+def test_the_runs_own_episodes_play_on_the_colocated_engine_with_the_current_weights(trainer: Any) -> None:
+    from sqlenv.agents.batched_generation import GenerationRequest
+    from sqlenv.agents.local_policy import LLMPolicy
+    from sqlenv.training.live import LiveVisualizationCallback
+
+    [live] = [c for c in trainer.callback_handler.callbacks if isinstance(c, LiveVisualizationCallback)]
+    assert live.reply_generator is not None, "a vLLM run's live episodes should play on its engine"
+    prompt = _prompt(trainer)
+    trainer._last_loaded_step = -1  # as TRL leaves it before its first generation
+    _scale_attention(trainer, 4.0)
+    try:
+        changed = _transformers_greedy(trainer, prompt)
+        engine = live.reply_generator()  # syncs: the weights changed since vLLM last got them
+        assert trainer._last_loaded_step == trainer.state.global_step  # TRL will not sync them again
+        reply = engine.generate(GenerationRequest(prompt_ids=prompt, cache=None, max_new_tokens=TOKENS))
+        assert reply.new_ids[:TOKENS] == changed
+        assert live.reply_generator() is engine  # one engine for every check of the run
+        policy = LLMPolicy.from_model(trainer.processing_class, trainer.model, generator=engine)
+        finished = engine.requests
+        policy.warm_up()
+        assert engine.requests == finished + 1  # it decoded on the engine it was given
+        assert policy.clone(max_batch=4)._batcher is engine  # and so do its clones
+
+        # Whole episodes: the live callback's evaluation on vLLM plays what transformers plays.
+        on_vllm = live._evaluate(trainer.model, "eval", 2, parallel=2)
+        generator, live.reply_generator = live.reply_generator, None
+        try:
+            on_transformers = live._evaluate(trainer.model, "eval", 2, parallel=2)
+        finally:
+            live.reply_generator = generator
+        assert (on_vllm.engine, on_transformers.engine) == ("vllm", "transformers")
+        assert [e.actions for e in on_vllm.episodes] == [e.actions for e in on_transformers.episodes]
+    finally:
+        _scale_attention(trainer, 0.25)
+        trainer.vllm_generation.sync_weights()
+
+
 def test_a_grpo_step_with_the_vllm_engine_trains_and_leaves_vllm_on_the_new_weights(trainer: Any) -> None:
     import torch
 

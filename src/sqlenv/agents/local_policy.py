@@ -134,8 +134,8 @@ class LLMPolicy(ChatToolPolicy):
             engine=self.engine,
         )
         twin._loaded, twin._examples, twin._examples_mode = loaded, self._examples, self._examples_mode
-        if self.engine == "vllm":
-            twin._batcher = self.vllm_engine
+        if self.engine == "vllm":  # the engine this policy was given, else the checkpoint's own
+            twin._batcher = self._batcher if self._batcher is not None else self.vllm_engine
         elif batch > 1:
             with self._clone_lock:  # one batcher for all clones, however many threads ask at once
                 if self._batcher_for_clones is None:
@@ -149,13 +149,43 @@ class LLMPolicy(ChatToolPolicy):
         return twin
 
     @classmethod
-    def from_model(cls, tokenizer: Any, model: Any, *, name: str = "model", **options: Any) -> LLMPolicy:
-        """A policy on a model already in memory (e.g. the one being trained), generating with
-        transformers."""
-        policy = cls(name, engine="transformers", **options)
+    def from_model(
+        cls,
+        tokenizer: Any,
+        model: Any,
+        *,
+        name: str = "model",
+        generator: ReplyGenerator | None = None,
+        **options: Any,
+    ) -> LLMPolicy:
+        """A policy on a model already in memory (e.g. the one being trained).
+
+        Args:
+            tokenizer: the model's tokenizer (it renders prompts and parses replies).
+            model: the transformers model.
+            name: the policy's name in results.
+            generator: a vLLM engine that holds the same weights (`VLLMEngine` over TRL's colocated
+                `LLM`, say): replies come from it, for this policy and its clones. None: from
+                `model`, with transformers.
+            **options: `LLMPolicy` settings.
+
+        Returns:
+            The policy.
+        """
+        policy = cls(name, engine="transformers" if generator is None else "vllm", **options)
         policy.name = name
         policy._loaded = LoadedModel(tokenizer, model)
+        policy._batcher = generator
         return policy
+
+    def warm_up(self) -> None:
+        """Load the model now (and, with vLLM, start the engine and decode a few tokens), so that
+        the first episode's reply does not pay for it. Benchmarks call it before their clock."""
+        loaded = self.loaded
+        if self.engine == "vllm":
+            generator = self._batcher if self._batcher is not None else self.vllm_engine
+            prompt = [loaded.tokenizer.eos_token_id or 0] * 4
+            generator.generate(GenerationRequest(prompt_ids=prompt, cache=None, max_new_tokens=4))
 
     @property
     def loaded(self) -> LoadedModel:
@@ -228,7 +258,7 @@ class LLMPolicy(ChatToolPolicy):
         cache = self._reusable_cache(prompt[0]) if self.reuse_prefix_cache else None
         reused = 0
         if cache is not None:
-            options["past_key_values"] = cache
+            options["cache"] = cache
             reused = cache.get_seq_length()
         with torch.no_grad():
             output = loaded.model.generate(
@@ -242,8 +272,8 @@ class LLMPolicy(ChatToolPolicy):
         self._note_cut_off(new_ids)
         self.generated_tokens += len(new_ids)
         self.encoded_tokens += int(prompt.shape[1]) - reused
-        if self.reuse_prefix_cache and output.past_key_values is not None:
-            self._cache = output.past_key_values
+        if self.reuse_prefix_cache and output.cache is not None:
+            self._cache = output.cache
             self._cached_ids = sequence[: self._cache.get_seq_length()].tolist()
         return loaded.tokenizer.decode(sequence[prompt.shape[1] :], skip_special_tokens=False)
 

@@ -95,6 +95,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
 
     from sqlenv.agents.solved_examples import read_prompt_settings
     from sqlenv.data import load_dataset
+    from sqlenv.training.diagnostics import RolloutDiagnostics
     from sqlenv.training.live import LiveVisualizationCallback
     from sqlenv.training.models import (
         bf16_for,
@@ -182,9 +183,12 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
     )
     peft_config = lora_config(section.lora)
     live = LiveVisualizationCallback(config, out, tokenizer=tokenizer, phase="grpo")
+    live.diagnostics = RolloutDiagnostics(section.num_generations, section.reward_weights)
+    reward_funcs = [REWARD_FUNCS[n] for n in names]
+    reward_funcs[0] = live.diagnostics.observing(reward_funcs[0])  # TRL calls every reward function
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=[REWARD_FUNCS[n] for n in names],
+        reward_funcs=reward_funcs,
         args=args,
         train_dataset=datasets.Dataset.from_list(rows),
         processing_class=tokenizer,
@@ -195,6 +199,10 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         callbacks=[*progress_callbacks(), live],
     )
     present_tools_in_evaluation_order(trainer)
+    if engine == "vllm":  # the held-out curve and transcripts play on the same engine
+        from sqlenv.training.vllm_colocate import colocated_reply_generator
+
+        live.reply_generator = colocated_reply_generator(trainer)
     if section.shared_prompt:
         from sqlenv.training.grpo_shared_prefix import use_shared_prompt_logps
 

@@ -12,19 +12,29 @@ Under `<run dir>/live/`:
   `heldout_every` steps and at the end; each point (success overall, on twin and new-SQL
   questions, mean reward, format-error rate) is appended to `heldout.json`, and
   `learning_curve.png` draws held-out success and mean reward against the training reward;
+- with `diagnostics` set (a GRPO run), per step: groups with all rewards equal, reward std within
+  groups, KL, clipped ratios, completion length and truncation, tool calls and failed calls per
+  rollout, answer rate (`sqlenv.training.diagnostics`), in `diagnostics.json` and `diagnostics.png`;
 - at the end, `summary.png`: the curves and the success lines together.
-Episodes are played with `LLMPolicy` on the model being trained, in the real environment.
+Episodes are played with `LLMPolicy` on the model being trained, in the real environment: with
+transformers, or, when `reply_generator` is set (a GRPO run on TRL's colocated vLLM:
+`sqlenv.training.vllm_colocate.colocated_reply_generator`), on that engine with the current weights.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
 from sqlenv.training.config import TrainConfig
+
+if TYPE_CHECKING:
+    from sqlenv.agents.engines import ReplyGenerator
+    from sqlenv.training.diagnostics import RolloutDiagnostics
 
 REWARD_KEYS = {
     "reward": "total reward",
@@ -64,6 +74,10 @@ class LiveVisualizationCallback(TrainerCallback):
         self._heldout_ids: list[str] | None = None
         self._dataset: Any = None
         self._solved: Any = None  # the solved-examples index, built on the first check
+        # Where the run's episodes generate: None for transformers on the model being trained.
+        self.reply_generator: Callable[[], ReplyGenerator] | None = None
+        self.diagnostics: RolloutDiagnostics | None = None  # a GRPO run's rollouts, per step
+        self.diagnostic_points: list[dict[str, float]] = []
 
     # ---- trainer events ----------------------------------------------------------------------
 
@@ -81,6 +95,10 @@ class LiveVisualizationCallback(TrainerCallback):
             self.heldout = [point for point in earlier if point.get("step", 0) <= state.global_step]
         if not self.logs:
             self.logs = [_numbers(e, e["step"]) for e in state.log_history if "step" in e]
+        saved_diagnostics = self.dir / "diagnostics.json"
+        if not self.diagnostic_points and saved_diagnostics.is_file():
+            earlier = json.loads(saved_diagnostics.read_text(encoding="utf-8"))
+            self.diagnostic_points = [point for point in earlier if point.get("step", 0) <= state.global_step]
         saved = self.dir / "success.json"
         if not self.success and saved.is_file():
             earlier = json.loads(saved.read_text(encoding="utf-8"))
@@ -91,6 +109,8 @@ class LiveVisualizationCallback(TrainerCallback):
     ) -> None:
         if logs:
             self.logs.append(_numbers(logs, state.global_step))
+            if self.diagnostics is not None and "reward" in logs:  # a training step's log
+                self.record_diagnostics(logs, state.global_step)
             # Plotted here, not in on_step_end: the Trainer logs a step after its on_step_end, so
             # a plot drawn there would always lack the step just finished.
             if self.live.plot_every and state.global_step % self.live.plot_every == 0:
@@ -115,6 +135,28 @@ class LiveVisualizationCallback(TrainerCallback):
         self.plot_curves(self.dir / "curves.png")
         self.plot_summary(self.dir / "summary.png")
         (self.dir / "log.json").write_text(json.dumps(self.logs, indent=1), encoding="utf-8")
+
+    def record_diagnostics(self, logs: dict[str, Any], step: int) -> dict[str, float]:
+        """The step's diagnostics: the rollouts' (`self.diagnostics`) and TRL's logged ones;
+        appended to `diagnostics.json`, and plotted every `plot_every` steps.
+
+        Args:
+            logs: TRL's log of the step.
+            step: the step.
+
+        Returns:
+            The step's point.
+        """
+        from sqlenv.training.diagnostics import TRL_DIAGNOSTIC_KEYS
+
+        assert self.diagnostics is not None
+        point: dict[str, float] = {"step": step, **self.diagnostics.take()}
+        point.update({key: float(logs[key]) for key in TRL_DIAGNOSTIC_KEYS if key in logs})
+        self.diagnostic_points = [p for p in self.diagnostic_points if p["step"] != step] + [point]
+        (self.dir / "diagnostics.json").write_text(json.dumps(self.diagnostic_points, indent=1), encoding="utf-8")
+        if self.live.plot_every and step % self.live.plot_every == 0:
+            self.plot_diagnostics(self.dir / "diagnostics.png")
+        return point
 
     # ---- episodes with the current model -----------------------------------------------------
 
@@ -145,6 +187,7 @@ class LiveVisualizationCallback(TrainerCallback):
             self.tokenizer,
             model,
             name=f"{self.phase}-live",
+            generator=self.reply_generator() if self.reply_generator is not None else None,
             max_new_tokens=self.live.max_new_tokens,
             example_dataset=self._data(),
             solved_examples=self._solved_examples(),
@@ -251,6 +294,41 @@ class LiveVisualizationCallback(TrainerCallback):
             axes.xaxis.get_major_locator().set_params(integer=True)
             axes.grid(alpha=0.3)
             axes.legend()
+        figure.tight_layout()
+        figure.savefig(path)
+        plt.close(figure)
+        return path
+
+    def plot_diagnostics(self, path: Path) -> Path | None:
+        """One small panel per diagnostic (`sqlenv.training.diagnostics.DIAGNOSTIC_PANELS`) by step."""
+        if not self.diagnostic_points:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from sqlenv.training.diagnostics import DIAGNOSTIC_PANELS
+
+        columns = 4
+        rows = -(-len(DIAGNOSTIC_PANELS) // columns)
+        figure, grid = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), dpi=100, squeeze=False)
+        for axes, (title, series) in zip(grid.flat, DIAGNOSTIC_PANELS, strict=False):
+            drawn = 0
+            for key, label in series:
+                points = [(p["step"], p[key]) for p in self.diagnostic_points if key in p]
+                if points:
+                    axes.plot([s for s, _ in points], [v for _, v in points], marker=".", label=label)
+                    drawn += 1
+            axes.set_title(title, fontsize=10)
+            axes.set_xlabel("optimisation step", fontsize=8)
+            axes.xaxis.get_major_locator().set_params(integer=True)
+            axes.grid(alpha=0.3)
+            if drawn > 1:
+                axes.legend(fontsize=7)
+        for axes in list(grid.flat)[len(DIAGNOSTIC_PANELS) :]:
+            axes.set_visible(False)
+        figure.suptitle("GRPO diagnostics per step")
         figure.tight_layout()
         figure.savefig(path)
         plt.close(figure)

@@ -80,6 +80,8 @@ class SQLToolEnv:
         self._operational = 0.0
         self._progress = 0.0
         self._terminal = 0.0
+        self.tool_calls = 0  # every call the rollout made, failed ones included
+        self.failed_calls = 0  # calls that raised (bad arguments, after the end) or the environment refused
         self.observation: SQLObservation | None = None
 
     def reset(self, **row: Any) -> str | None:
@@ -114,12 +116,16 @@ class SQLToolEnv:
 
         if not self._started:
             raise RuntimeError("no episode: reset() must be called with a training row first")
+        self.tool_calls += 1
+        self.failed_calls += 1  # until the environment has taken the call without an error
         if self._done:
             why = "the answer was given" if self._answered else "the step budget is spent"
             raise RuntimeError(EPISODE_OVER.format(why=why))
         action: SQLAction = tool_call_to_action(tool, arguments)  # ValueError: TRL reports it
         observation = self._env.step(action)
         self.observation = observation
+        if not observation.error:
+            self.failed_calls -= 1
         parts = observation.metadata.get("reward_components", {})
         self._operational += float(parts.get("operational", 0.0))
         self._progress += float(parts.get("progress", 0.0))

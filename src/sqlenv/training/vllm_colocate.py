@@ -23,14 +23,31 @@ for the TRL and vLLM versions they were written against (`TESTED_VERSIONS`): ano
 refused with the reason, not patched blindly. On a GPU nothing is patched. When an upstream
 release fixes the CPU sync, `tests/test_vllm_colocate.py` shows TRL's own sync working and this
 module can step aside for that version.
+
+`colocated_reply_generator(trainer)` lets the run's own episodes (the live callback's held-out
+curve, transcripts) play on the same colocated engine, on a CPU and on a GPU: it syncs the current
+weights into vLLM when the step has moved since TRL last did, and hands out one `VLLMEngine` over
+TRL's `LLM`, so a held-out point decodes its episodes together at vLLM's speed instead of
+transformers'.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["TESTED_VERSIONS", "cpu_sync_class", "prepare_colocated_vllm", "vllm_runs_on_cpu"]
+if TYPE_CHECKING:
+    from sqlenv.agents.engines import ReplyGenerator
+
+__all__ = [
+    "TESTED_VERSIONS",
+    "colocated_reply_generator",
+    "cpu_sync_class",
+    "prepare_colocated_vllm",
+    "vllm_runs_on_cpu",
+]
 
 # The versions whose internals the patches below were written against (package: version prefix).
 TESTED_VERSIONS: dict[str, str] = {"trl": "1.16.", "vllm": "0.32."}
@@ -121,3 +138,37 @@ def prepare_colocated_vllm(dtype: str) -> bool:
     generation.LLM = functools.partial(vllm.LLM, dtype=dtype)
     grpo_trainer.VLLMGeneration = cpu_sync_class()
     return True
+
+
+def colocated_reply_generator(trainer: Any) -> Callable[[], ReplyGenerator] | None:
+    """The run's own episodes on TRL's colocated vLLM (module docstring).
+
+    Args:
+        trainer: a `GRPOTrainer`; with `use_vllm` in colocate mode it holds the engine.
+
+    Returns:
+        None when the trainer has no colocated engine; else a function that returns a
+        `ReplyGenerator` on that engine holding the trainer's current weights (synced first when an
+        optimisation step has passed since the last sync, and marked as synced so that TRL does not
+        sync the same weights again before its next generation).
+    """
+    from sqlenv.agents.local_models import LoadedModel, stop_ids
+    from sqlenv.agents.vllm_engine import VLLMEngine
+
+    generation = getattr(trainer, "vllm_generation", None)
+    if generation is None or getattr(generation, "mode", None) != "colocate":
+        return None
+    engine: VLLMEngine | None = None
+
+    def current() -> ReplyGenerator:
+        nonlocal engine
+        step = trainer.state.global_step
+        # TRL syncs before a generation when its mark differs from the step; share the mark.
+        if getattr(trainer, "_last_loaded_step", None) != step:
+            generation.sync_weights()
+            trainer._last_loaded_step = step
+        if engine is None:
+            engine = VLLMEngine(generation.llm, stop_ids(LoadedModel(trainer.processing_class, trainer.model)))
+        return engine
+
+    return current

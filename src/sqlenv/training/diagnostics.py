@@ -1,0 +1,150 @@
+"""Why a GRPO curve moves or stays flat: per-step diagnostics of the rollouts and the update.
+
+GRPO learns only from differences within a group: a group whose rollouts all earn the same reward
+gives no advantage, and a policy that stops answering, truncates its completions or drifts far from
+its reference shows up here before it shows up in the held-out curve. `RolloutDiagnostics` watches
+the rollouts themselves: it wraps one of the run's reward functions (TRL calls each with the
+generation batch's environments, a group's rollouts next to each other) and records, per rollout,
+the episode's weighted reward, whether it answered, and its tool calls and failed calls
+(`SQLToolEnv` counts both). `take()` sums up what was recorded since the last call:
+
+- `groups_all_equal`: the fraction of groups whose rewards are all equal (no advantage signal);
+- `group_reward_std`: the mean over groups of the reward's standard deviation within the group
+  (the sample deviation, as TRL scales advantages by);
+- `answer_rate`: the fraction of rollouts that ended with an answer;
+- `tool_calls_per_rollout`, `failed_calls_per_rollout`: calls, and calls that failed (bad
+  arguments, a call after the episode ended, or an action the environment refused: a SQL error, a
+  table that does not exist).
+
+The live callback (`sqlenv.training.live`) adds these to TRL's own logged numbers for the step
+(`kl`, `clip_ratio/*`, `completions/mean_length`, `completions/clipped_ratio`, `entropy`) and
+writes them to `diagnostics.json` and `diagnostics.png` (`DIAGNOSTIC_PANELS`).
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["DIAGNOSTIC_PANELS", "TRL_DIAGNOSTIC_KEYS", "RolloutDiagnostics"]
+
+# TRL's own per-step numbers that the diagnostics plot draws (GRPOTrainer's logged metric names).
+TRL_DIAGNOSTIC_KEYS = (
+    "frac_reward_zero_std",
+    "kl",
+    "clip_ratio/region_mean",
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "completions/mean_length",
+    "completions/clipped_ratio",
+    "entropy",
+)
+
+# The plot's panels: a title and the (key, label) series drawn in it.
+DIAGNOSTIC_PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("groups with all rewards equal", (("groups_all_equal", "fraction of groups"),)),
+    ("reward std within groups", (("group_reward_std", "mean over groups"),)),
+    ("KL to the reference", (("kl", "kl"),)),
+    (
+        "clipped ratios",
+        (
+            ("clip_ratio/region_mean", "clipped"),
+            ("clip_ratio/low_mean", "below"),
+            ("clip_ratio/high_mean", "above"),
+        ),
+    ),
+    ("completion length (tokens)", (("completions/mean_length", "mean"),)),
+    ("truncated completions", (("completions/clipped_ratio", "fraction cut at the budget"),)),
+    (
+        "tool calls per rollout",
+        (("tool_calls_per_rollout", "calls"), ("failed_calls_per_rollout", "failed calls")),
+    ),
+    ("answer rate", (("answer_rate", "rollouts that answered"),)),
+)
+
+
+class RolloutDiagnostics:
+    """Records every scored rollout and sums them up per step (module docstring)."""
+
+    def __init__(self, group_size: int, reward_weights: Mapping[str, float]) -> None:
+        """
+        Args:
+            group_size: rollouts per question (`num_generations`): consecutive rollouts of a
+                scored batch form a group.
+            reward_weights: the weight of each reward part (`correctness`, `progress`,
+                `operational`), as the trainer weighs them.
+        """
+        self.group_size = group_size
+        self.reward_weights = dict(reward_weights)
+        self._batches: list[list[dict[str, float]]] = []
+        self._lock = threading.Lock()
+
+    def observing(self, reward_function: Callable[..., list[float]]) -> Callable[..., list[float]]:
+        """`reward_function` unchanged (its name and rewards), recording the rollouts it scores.
+
+        Args:
+            reward_function: one of the run's reward functions (`sqlenv.training.trl_env`).
+
+        Returns:
+            The wrapped function, for `GRPOTrainer(reward_funcs=...)`.
+        """
+
+        @functools.wraps(reward_function)
+        def recording(*args: Any, **kwargs: Any) -> list[float]:
+            rewards = reward_function(*args, **kwargs)
+            environments = kwargs.get("environments")
+            if environments:
+                self.record(environments)
+            return rewards
+
+        return recording
+
+    def record(self, environments: list[Any]) -> None:
+        """Record one scored batch of rollouts.
+
+        Args:
+            environments: the rollouts' `SQLToolEnv`s, a group's next to each other.
+        """
+        rows = []
+        for env in environments:
+            parts = env._reward_parts()
+            rows.append(
+                {
+                    "reward": sum(
+                        self.reward_weights.get(name, 1.0) * value for name, value in parts.items()
+                    ),
+                    "answered": float(env.answered),
+                    "tool_calls": float(env.tool_calls),
+                    "failed_calls": float(env.failed_calls),
+                }
+            )
+        with self._lock:
+            self._batches.append(rows)
+
+    def take(self) -> dict[str, float]:
+        """The diagnostics of every batch recorded since the last call (module docstring).
+
+        Returns:
+            The five numbers; empty when nothing was recorded.
+        """
+        with self._lock:
+            batches, self._batches = self._batches, []
+        rollouts = [row for batch in batches for row in batch]
+        if not rollouts:
+            return {}
+        groups = [
+            [row["reward"] for row in batch[start : start + self.group_size]]
+            for batch in batches
+            for start in range(0, len(batch), self.group_size)
+        ]
+        count = len(rollouts)
+        return {
+            "groups_all_equal": sum(max(g) - min(g) < 1e-9 for g in groups) / len(groups),
+            "group_reward_std": statistics.fmean(statistics.stdev(g) if len(g) > 1 else 0.0 for g in groups),
+            "answer_rate": sum(row["answered"] for row in rollouts) / count,
+            "tool_calls_per_rollout": sum(row["tool_calls"] for row in rollouts) / count,
+            "failed_calls_per_rollout": sum(row["failed_calls"] for row in rollouts) / count,
+        }
