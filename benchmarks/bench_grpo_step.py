@@ -157,7 +157,8 @@ def main() -> None:
             f"{configured} ({engine})": _measure(args.config, configured, args.steps, overrides, args.init_from, engine)
             for engine in engines
         }
-        args.baseline_model, model = list(results)
+        names = list(results)
+        args.baseline_model, model = names[0], names[-1]  # one engine alone: its split, no ratios
     else:
         model = configured
         results = {
@@ -185,6 +186,8 @@ def main() -> None:
         if mean(name, "tokens"):
             print(f"{name}: {1000 * mean(name, 'generation') / mean(name, 'tokens'):.1f} s of generation per 1k completion tokens")
     for part in ("generation", "sync", "environment", "rest", "total"):
+        if model == args.baseline_model:
+            break
         base = mean(args.baseline_model, part)
         ratio = mean(model, part) / base if base else float("nan")
         print(f"{model} / {args.baseline_model}, {part}: {ratio:.2f}x")
