@@ -611,6 +611,30 @@ def test_train_cli_reports_config_errors(tmp_path: Path) -> None:
 # ---- live visualisation ----------------------------------------------------------------------
 
 
+def test_trainable_tokens_are_single_tokens_trained_in_sft_only() -> None:
+    from sqlenv.training.models import load_tokenizer, lora_config
+
+    config = load_config(
+        REPO / "configs" / "smoke.yaml",
+        {"sft.lora.enabled": True, "sft.lora.trainable_tokens": ["<|im_end|>"]},
+    )
+    tokenizer = load_tokenizer(config.model)
+    peft_config = lora_config(config.sft.lora, tokenizer)
+    token = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert peft_config.trainable_token_indices == {"embed_tokens": [token], "lm_head": [token]}
+    with pytest.raises(ValueError, match="the tokenizer is needed"):
+        lora_config(config.sft.lora)
+    several = load_config(
+        REPO / "configs" / "smoke.yaml", {"sft.lora.enabled": True, "sft.lora.trainable_tokens": ["SELECT count"]}
+    )
+    with pytest.raises(ValueError, match="'SELECT count' is 2 tokens for this tokenizer, not one"):
+        lora_config(several.sft.lora, tokenizer)
+    with pytest.raises(ValueError, match="token rows are trained in SFT only"):
+        load_config(REPO / "configs" / "smoke.yaml", {"grpo.lora.trainable_tokens": ["<|im_end|>"]})
+    with pytest.raises(ValueError, match=r"needs sft\.lora\.enabled"):
+        load_config(REPO / "configs" / "smoke.yaml", {"sft.lora.trainable_tokens": ["<|im_end|>"]})
+
+
 def test_the_live_reward_plot_includes_the_step_just_finished(tmp_path: Path) -> None:
     """The Trainer calls on_step_end before it logs the step; the plot must still show that step."""
     from transformers import TrainerState

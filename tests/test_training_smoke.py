@@ -178,11 +178,12 @@ def test_an_sft_warm_up_with_lora_saves_a_plain_model_changed_only_where_the_ada
     import torch
     from safetensors.torch import load_file
 
-    from sqlenv.training.models import model_source
+    from sqlenv.training.models import load_tokenizer, model_source
 
-    # 8 trajectories, 2 optimisation steps: the first runs at learning rate 0 (warm-up), the second updates.
+    # 8 trajectories, 2 optimisation steps: the first runs at learning rate 0 (warm-up), the second
+    # updates; the adapters, and the rows of one token (`sft.lora.trainable_tokens`).
     short = ["--set", "sft.max_examples=8", "--set", "sft.epochs=1", "--set", "sft.lora.enabled=true"]
-    _train("sft", tmp_path, spider_dir, *short)
+    _train("sft", tmp_path, spider_dir, *short, "--set", 'sft.lora.trainable_tokens=["<|im_end|>"]')
     final = tmp_path / "sft" / "final"
     assert not (final / "adapter_config.json").exists()  # merged: a plain checkpoint
     trained = load_file(str(final / "model.safetensors"))
@@ -190,3 +191,8 @@ def test_an_sft_warm_up_with_lora_saves_a_plain_model_changed_only_where_the_ada
     query = "model.layers.0.self_attn.q_proj.weight"  # a LoRA target of the default config
     assert not torch.equal(trained[query], base[query])
     assert torch.equal(trained["model.layers.0.mlp.up_proj.weight"], base["model.layers.0.mlp.up_proj.weight"])
+    # The named token's embedding row was trained (the assistant turns end with it); no other row moved.
+    token = load_tokenizer("smollm2-135m").convert_tokens_to_ids("<|im_end|>")
+    embedding = "model.embed_tokens.weight"
+    changed = (trained[embedding] != base[embedding]).any(dim=1).nonzero().flatten().tolist()
+    assert changed == [token]

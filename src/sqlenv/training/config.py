@@ -28,6 +28,10 @@ class LoRASection:
     alpha: int = 32
     dropout: float = 0.05
     target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    # Tokens whose input-embedding and output rows are trained in full beside the adapters (peft's
+    # trainable tokens): protocol tokens the base model hardly ever writes, such as Qwen's
+    # <tool_call> tags, which low-rank adapters on the projections move far too slowly. SFT only.
+    trainable_tokens: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -208,4 +212,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})
     if unknown_rewards:
         raise ValueError(f"grpo.reward_weights: unknown part(s) {unknown_rewards}")
+    if config.grpo.lora.trainable_tokens:
+        raise ValueError(
+            "grpo.lora.trainable_tokens: token rows are trained in SFT only (GRPO starts from the merged "
+            "SFT model, and the weight sync into vLLM carries adapters alone); set sft.lora.trainable_tokens"
+        )
+    if config.sft.lora.trainable_tokens and not config.sft.lora.enabled:
+        raise ValueError("sft.lora.trainable_tokens: needs sft.lora.enabled (without LoRA every row is trained)")
     return config

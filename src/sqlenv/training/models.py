@@ -50,24 +50,57 @@ def load_trainable(name: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
-def lora_config(section: LoRASection) -> Any:
+def single_token_id(tokenizer: Any, token: str) -> int:
+    """The id of `token`, which must be one token of `tokenizer`'s vocabulary.
+
+    Args:
+        tokenizer: the model's tokenizer.
+        token: the token's text, e.g. `<tool_call>`.
+
+    Returns:
+        Its id.
+
+    Raises:
+        ValueError: the text is several tokens (or none) for this tokenizer.
+    """
+    ids = tokenizer.encode(token, add_special_tokens=False)
+    if len(ids) != 1:
+        raise ValueError(
+            f"lora.trainable_tokens: {token!r} is {len(ids)} tokens for this tokenizer, not one; only a "
+            "single token's rows can be trained (a multi-token text is learnt by the adapters)"
+        )
+    return int(ids[0])
+
+
+def lora_config(section: LoRASection, tokenizer: Any = None) -> Any:
     """The peft `LoraConfig` for a config's `lora` section, or None when it is not enabled.
 
     Args:
         section: the `sft.lora` or `grpo.lora` section.
+        tokenizer: the model's tokenizer; needed when the section names `trainable_tokens`.
 
     Returns:
-        A `peft.LoraConfig` for a causal language model, or None.
+        A `peft.LoraConfig` for a causal language model, or None. With `trainable_tokens`, those
+        tokens' rows of the input embedding and of the output layer are trained too (peft's
+        `trainable_token_indices`; for a model whose output layer is tied to the embedding, peft
+        trains the shared rows once).
     """
     if not section.enabled:
         return None
     from peft import LoraConfig
 
+    token_rows = None
+    if section.trainable_tokens:
+        if tokenizer is None:
+            raise ValueError("lora.trainable_tokens: the tokenizer is needed to find the tokens' ids")
+        ids = [single_token_id(tokenizer, token) for token in section.trainable_tokens]
+        token_rows = {"embed_tokens": ids, "lm_head": ids}
     return LoraConfig(
         r=section.r,
         lora_alpha=section.alpha,
         lora_dropout=section.dropout,
         target_modules=section.target_modules,
+        trainable_token_indices=token_rows,
         task_type="CAUSAL_LM",
     )
 

@@ -97,7 +97,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         args=args,
         train_dataset=train_data,
         processing_class=tokenizer,
-        peft_config=lora_config(section.lora),
+        peft_config=lora_config(section.lora, tokenizer),
         callbacks=[
             *progress_callbacks(),
             # Loss curves only: playing episodes would cost SFT minutes per check on a CPU.
