@@ -134,8 +134,8 @@ class LLMPolicy(ChatToolPolicy):
             engine=self.engine,
         )
         twin._loaded, twin._examples, twin._examples_mode = loaded, self._examples, self._examples_mode
-        if self.engine == "vllm":  # the engine this policy was given, else the checkpoint's own
-            twin._batcher = self._batcher if self._batcher is not None else self.vllm_engine
+        if self.engine == "vllm":
+            twin._batcher = self._vllm_generator()
         elif batch > 1:
             with self._clone_lock:  # one batcher for all clones, however many threads ask at once
                 if self._batcher_for_clones is None:
@@ -183,9 +183,8 @@ class LLMPolicy(ChatToolPolicy):
         the first episode's reply does not pay for it. Benchmarks call it before their clock."""
         loaded = self.loaded
         if self.engine == "vllm":
-            generator = self._batcher if self._batcher is not None else self.vllm_engine
             prompt = [loaded.tokenizer.eos_token_id or 0] * 4
-            generator.generate(GenerationRequest(prompt_ids=prompt, cache=None, max_new_tokens=4))
+            self._vllm_generator().generate(GenerationRequest(prompt_ids=prompt, cache=None, max_new_tokens=4))
 
     @property
     def loaded(self) -> LoadedModel:
@@ -211,6 +210,13 @@ class LLMPolicy(ChatToolPolicy):
             dtype="bfloat16" if run_in_bf16(device) else "float32",
             max_model_len=self.max_context_tokens,
         )
+
+    def _vllm_generator(self) -> ReplyGenerator:
+        """The vLLM engine this policy generates with: the one it was given (`from_model`), else its
+        model's shared engine, kept as its batcher from the first call on."""
+        if self._batcher is None:
+            self._batcher = self.vllm_engine
+        return self._batcher
 
     def _reply(self) -> tuple[SQLAction | None, str, str]:
         text = self._generate()
@@ -244,8 +250,8 @@ class LLMPolicy(ChatToolPolicy):
         import torch
 
         loaded = self.loaded
-        if self.engine == "vllm" and self._batcher is None:
-            self._batcher = self.vllm_engine
+        if self.engine == "vllm":
+            self._vllm_generator()
         inputs = self._prompt_ids()
         if self._batcher is not None:
             return self._generate_batched(inputs["input_ids"][0])

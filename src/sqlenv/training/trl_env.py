@@ -117,15 +117,18 @@ class SQLToolEnv:
         if not self._started:
             raise RuntimeError("no episode: reset() must be called with a training row first")
         self.tool_calls += 1
-        self.failed_calls += 1  # until the environment has taken the call without an error
-        if self._done:
-            why = "the answer was given" if self._answered else "the step budget is spent"
-            raise RuntimeError(EPISODE_OVER.format(why=why))
-        action: SQLAction = tool_call_to_action(tool, arguments)  # ValueError: TRL reports it
-        observation = self._env.step(action)
+        try:  # a call that raises (TRL reports the error to the model) or that the environment refuses
+            if self._done:
+                why = "the answer was given" if self._answered else "the step budget is spent"
+                raise RuntimeError(EPISODE_OVER.format(why=why))
+            action: SQLAction = tool_call_to_action(tool, arguments)  # ValueError for bad arguments
+            observation = self._env.step(action)
+        except Exception:
+            self.failed_calls += 1
+            raise
         self.observation = observation
-        if not observation.error:
-            self.failed_calls -= 1
+        if observation.error:
+            self.failed_calls += 1
         parts = observation.metadata.get("reward_components", {})
         self._operational += float(parts.get("operational", 0.0))
         self._progress += float(parts.get("progress", 0.0))
