@@ -524,6 +524,65 @@ def test_sft_rows_are_rendered_like_grpo_prompts_with_loss_on_assistant_turns(de
     assert 0 < shown < len(row["input_ids"]) / 2
 
 
+def test_trainable_tokens_are_single_tokens_trained_in_sft_only() -> None:
+    from sqlenv.training.models import load_tokenizer, lora_config
+
+    config = load_config(
+        REPO / "configs" / "smoke.yaml",
+        {"sft.lora.enabled": True, "sft.lora.trainable_tokens": ["<|im_end|>"]},
+    )
+    tokenizer = load_tokenizer(config.model)
+    peft_config = lora_config(config.sft.lora, tokenizer)
+    token = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert peft_config.trainable_token_indices == {"embed_tokens": [token], "lm_head": [token]}
+    with pytest.raises(ValueError, match="the tokenizer is needed"):
+        lora_config(config.sft.lora)
+    several = load_config(
+        REPO / "configs" / "smoke.yaml", {"sft.lora.enabled": True, "sft.lora.trainable_tokens": ["SELECT count"]}
+    )
+    with pytest.raises(ValueError, match="'SELECT count' is 2 tokens for this tokenizer, not one"):
+        lora_config(several.sft.lora, tokenizer)
+    with pytest.raises(ValueError, match="token rows are trained in SFT only"):
+        load_config(REPO / "configs" / "smoke.yaml", {"grpo.lora.trainable_tokens": ["<|im_end|>"]})
+    with pytest.raises(ValueError, match=r"needs sft\.lora\.enabled"):
+        load_config(REPO / "configs" / "smoke.yaml", {"sft.lora.trainable_tokens": ["<|im_end|>"]})
+
+
+def test_token_losses_are_the_cross_entropy_of_the_named_learnt_tokens(demo_dataset) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from sqlenv.training.models import load_tokenizer, model_source
+    from sqlenv.training.sft_data import sft_dataset
+    from sqlenv.training.token_check import protocol_tokens, token_losses, unlearnt
+
+    tokenizer = load_tokenizer("smollm2-135m")
+    # SmolLM2 spells the tool-call tags in several tokens: nothing to check unless a token is named.
+    assert protocol_tokens(tokenizer, []) == {}
+    tokens = protocol_tokens(tokenizer, ["<|im_end|>", "SELECT count"])
+    assert tokens == {"<|im_end|>": tokenizer.convert_tokens_to_ids("<|im_end|>")}
+    rows, _ = sft_dataset(demo_dataset, tokenizer, max_examples=2, max_length=4_000)
+    rows = [rows[i] for i in range(2)]
+    model = AutoModelForCausalLM.from_pretrained(model_source("smollm2-135m"), dtype=torch.float32)
+    model.train()
+    losses = token_losses(model, rows, tokens)
+    assert model.training  # left as it was found
+    # The same mean from the whole sequence's logits: every learnt <|im_end|> (not the ones that
+    # close the system and user turns, which are out of the loss).
+    expected = []
+    with torch.no_grad():
+        model.eval()
+        for row in rows:
+            log_probs = model(input_ids=torch.tensor([row["input_ids"]])).logits[0].log_softmax(-1)
+            for i in range(len(row["input_ids"]) - 1):
+                target = row["input_ids"][i + 1]
+                if row["assistant_masks"][i + 1] and target == tokens["<|im_end|>"]:
+                    expected.append(-float(log_probs[i, target]))
+    assert len(expected) >= 4
+    assert losses["<|im_end|>"] == pytest.approx(sum(expected) / len(expected), abs=1e-4)
+    assert unlearnt({"a": 0.2, "b": 3.0, "c": None}) == ["b"]
+
+
 # ---- config ----------------------------------------------------------------------------------
 
 REPO = Path(__file__).resolve().parents[1]
@@ -609,30 +668,6 @@ def test_train_cli_reports_config_errors(tmp_path: Path) -> None:
 
 
 # ---- live visualisation ----------------------------------------------------------------------
-
-
-def test_trainable_tokens_are_single_tokens_trained_in_sft_only() -> None:
-    from sqlenv.training.models import load_tokenizer, lora_config
-
-    config = load_config(
-        REPO / "configs" / "smoke.yaml",
-        {"sft.lora.enabled": True, "sft.lora.trainable_tokens": ["<|im_end|>"]},
-    )
-    tokenizer = load_tokenizer(config.model)
-    peft_config = lora_config(config.sft.lora, tokenizer)
-    token = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    assert peft_config.trainable_token_indices == {"embed_tokens": [token], "lm_head": [token]}
-    with pytest.raises(ValueError, match="the tokenizer is needed"):
-        lora_config(config.sft.lora)
-    several = load_config(
-        REPO / "configs" / "smoke.yaml", {"sft.lora.enabled": True, "sft.lora.trainable_tokens": ["SELECT count"]}
-    )
-    with pytest.raises(ValueError, match="'SELECT count' is 2 tokens for this tokenizer, not one"):
-        lora_config(several.sft.lora, tokenizer)
-    with pytest.raises(ValueError, match="token rows are trained in SFT only"):
-        load_config(REPO / "configs" / "smoke.yaml", {"grpo.lora.trainable_tokens": ["<|im_end|>"]})
-    with pytest.raises(ValueError, match=r"needs sft\.lora\.enabled"):
-        load_config(REPO / "configs" / "smoke.yaml", {"sft.lora.trainable_tokens": ["<|im_end|>"]})
 
 
 def test_the_live_reward_plot_includes_the_step_just_finished(tmp_path: Path) -> None:

@@ -196,3 +196,7 @@ def test_an_sft_warm_up_with_lora_saves_a_plain_model_changed_only_where_the_ada
     embedding = "model.embed_tokens.weight"
     changed = (trained[embedding] != base[embedding]).any(dim=1).nonzero().flatten().tolist()
     assert changed == [token]
+    # The protocol-token check measured that token before and after, on the same training rows.
+    losses = json.loads((tmp_path / "sft" / "token_losses.json").read_text())
+    assert losses["rows"] == 4 and set(losses["before"]) == set(losses["after"]) == {"<|im_end|>"}
+    assert losses["after"]["<|im_end|>"] != losses["before"]["<|im_end|>"]

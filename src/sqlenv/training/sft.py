@@ -6,7 +6,9 @@ default) each optimisation batch's common opening runs once (`sqlenv.training.sh
 With `sft.lora` enabled only LoRA adapters train, and they are merged into the weights at the
 end. The final model and tokenizer are saved to `<output_dir>/sft/final`, a directory `sqlenv eval
 --policy` accepts; the log history goes to `<output_dir>/sft/log_history.json`, the data counts
-(and how many steps shared their opening) to `<output_dir>/sft/data_counts.json`.
+(and how many steps shared their opening) to `<output_dir>/sft/data_counts.json`. The loss of
+the protocol's tokens (`sqlenv.training.token_check`) is measured before and after training, printed,
+and saved to `<output_dir>/sft/token_losses.json`; a token left unlearnt gets a warning.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlenv.training.config import TrainConfig
+
+# Rows the protocol-token check reads: a few trajectories hold dozens of each tag; each row is one
+# forward pass without gradients.
+TOKEN_CHECK_ROWS = 4
 
 
 def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
@@ -34,6 +40,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
     )
     from sqlenv.training.sft_data import sft_dataset
     from sqlenv.training.shared_prefix import shared_prefix_trainer_class
+    from sqlenv.training.token_check import protocol_tokens, token_losses
 
     set_threads(config.threads)
     section = config.sft
@@ -63,6 +70,9 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
             f"SFT data: {counts['examples']} oracle trajectories, {counts['tokens']:,} tokens "
             f"({counts['too_long']} longer than {section.max_length} tokens left out)"
         )
+    checked_tokens = protocol_tokens(tokenizer, section.lora.trainable_tokens)
+    check_rows = [train_data[i] for i in range(min(TOKEN_CHECK_ROWS, len(train_data)))]
+    losses_before = token_losses(model, check_rows, checked_tokens)
     bf16 = bf16_for(section.bf16, "sft", console)
     out = config.sft_dir
     batch_size, accumulation = section.batch_size, section.gradient_accumulation_steps
@@ -115,11 +125,41 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
             )
     final = out / "final"
     if section.lora.enabled:  # the adapters merged into the weights: a plain model, as without LoRA
-        trainer.model.merge_and_unload().save_pretrained(str(final))
+        trained = trainer.model.merge_and_unload()
+        trained.save_pretrained(str(final))
     else:
+        trained = trainer.model
         trainer.save_model(str(final))
+    losses_after = token_losses(trained, check_rows, checked_tokens)
+    _report_token_losses(out, losses_before, losses_after, len(check_rows), console)
     tokenizer.save_pretrained(str(final))
     write_prompt_settings(final, solved_examples=config.solved_examples)
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1), encoding="utf-8")
     (out / "data_counts.json").write_text(json.dumps(counts), encoding="utf-8")
     return final
+
+
+def _report_token_losses(
+    out: Path, before: dict[str, float | None], after: dict[str, float | None], rows: int, console: Any
+) -> None:
+    """Saves the protocol-token losses, prints them, and warns about any token left unlearnt."""
+    import warnings
+
+    from sqlenv.training.token_check import UNLEARNT_NATS, unlearnt
+
+    (out / "token_losses.json").write_text(
+        json.dumps({"rows": rows, "before": before, "after": after}, indent=1), encoding="utf-8"
+    )
+    if console is not None and after:
+        shown = ", ".join(
+            f"{name} {before[name]:.2f} -> {after[name]:.2f}" for name in after if after[name] is not None
+        )
+        console.print(f"SFT: protocol tokens' mean loss (nats, {rows} training rows): {shown}")
+    missed = unlearnt(after)
+    if missed:
+        warnings.warn(
+            f"SFT left {missed} unlearnt (mean loss above {UNLEARNT_NATS} nats where the data has them): "
+            "the model will write something else in their place and its tool calls will not parse; "
+            "name them in sft.lora.trainable_tokens or train longer",
+            stacklevel=2,
+        )
