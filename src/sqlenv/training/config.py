@@ -32,6 +32,9 @@ class LoRASection:
     # trainable tokens): protocol tokens the base model hardly ever writes, such as Qwen's
     # <tool_call> tags, which low-rank adapters on the projections move far too slowly. SFT only.
     trainable_tokens: list[str] = field(default_factory=list)
+    # Their rows' learning rate (None: the section's). The rows start far off (Qwen's <tool_call> at
+    # ~21 nats where a call begins) and Adam moves each element about one learning rate per step.
+    trainable_tokens_learning_rate: float | None = None
 
 
 @dataclass
@@ -219,4 +222,12 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         )
     if config.sft.lora.trainable_tokens and not config.sft.lora.enabled:
         raise ValueError("sft.lora.trainable_tokens: needs sft.lora.enabled (without LoRA every row is trained)")
+    if config.sft.lora.trainable_tokens and not config.sft.shared_prefix:
+        raise ValueError(
+            "sft.lora.trainable_tokens: needs sft.shared_prefix: true (TRL's own step computes the loss "
+            "with a fused output layer that does not see the trained rows)"
+        )
+    token_rate = config.sft.lora.trainable_tokens_learning_rate
+    if token_rate is not None and not (isinstance(token_rate, (int, float)) and token_rate > 0):
+        raise ValueError(f"sft.lora.trainable_tokens_learning_rate: must be a positive number, got {token_rate!r}")
     return config

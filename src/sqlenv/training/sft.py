@@ -102,6 +102,8 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         seed=config.seed,
         disable_tqdm=True,
     )
+    if section.lora.trainable_tokens and section.lora.trainable_tokens_learning_rate is not None:
+        trainer_class = token_rows_learning_rate(trainer_class, section.lora.trainable_tokens_learning_rate)
     trainer = trainer_class(
         model=model,
         args=args,
@@ -137,6 +139,38 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1), encoding="utf-8")
     (out / "data_counts.json").write_text(json.dumps(counts), encoding="utf-8")
     return final
+
+
+def token_rows_learning_rate(trainer_class: type, learning_rate: float) -> type:
+    """`trainer_class` whose optimiser trains peft's trainable-token rows at their own learning rate.
+
+    Args:
+        trainer_class: TRL's SFTTrainer or a subclass.
+        learning_rate: the rows' peak learning rate; the schedule scales it as it scales the others.
+
+    Returns:
+        A subclass whose `create_optimizer` moves the rows into a group of their own.
+    """
+
+    class TokenRowsTrainer(trainer_class):  # type: ignore[misc, valid-type]
+        def create_optimizer(self, model: Any = None) -> Any:
+            optimizer = super().create_optimizer(model)
+            # peft keeps a token's trained rows in `trainable_tokens_delta` parameters.
+            rows = {
+                id(p): p
+                for n, p in (self.model if model is None else model).named_parameters()
+                if "trainable_tokens_delta" in n and p.requires_grad
+            }
+            if rows and not any(group.get("token_rows") for group in optimizer.param_groups):
+                for group in optimizer.param_groups:
+                    group["params"] = [p for p in group["params"] if id(p) not in rows]
+                optimizer.add_param_group(
+                    {"params": list(rows.values()), "lr": learning_rate, "weight_decay": 0.0, "token_rows": True}
+                )
+            return optimizer
+
+    TokenRowsTrainer.__name__ = TokenRowsTrainer.__qualname__ = f"TokenRows{trainer_class.__name__}"
+    return TokenRowsTrainer
 
 
 def _report_token_losses(

@@ -193,8 +193,7 @@ def shared_prefix_trainer_class() -> type:
             if self.args.fp16 or self.accelerator.num_processes > 1:
                 cut = None
             if cut is None:
-                self.plain_steps += 1
-                return super().training_step(model, inputs, num_items_in_batch)
+                return self._plain_step(model, inputs, num_items_in_batch)
             inputs = self._prepare_inputs(inputs)
             model.train()
             with self.compute_loss_context_manager():
@@ -213,8 +212,7 @@ def shared_prefix_trainer_class() -> type:
                     * self.current_gradient_accumulation_steps,
                 )
             if step is None:
-                self.plain_steps += 1
-                return super().training_step(model, inputs, num_items_in_batch)
+                return self._plain_step(model, inputs, num_items_in_batch)
             self.shared_steps += 1
             # The metrics SFTTrainer.compute_loss logs, where this step can give them.
             metrics = self._metrics["train"]
@@ -223,5 +221,16 @@ def shared_prefix_trainer_class() -> type:
             self._total_train_tokens += step.tokens_in_batch
             metrics["num_tokens"] = [self._total_train_tokens]
             return torch.tensor(step.loss, device=inputs["input_ids"].device)
+
+        def _plain_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any) -> torch.Tensor:
+            """TRL's own step, for a batch this one cannot share."""
+            if any("trainable_tokens_delta" in name for name, _ in model.named_parameters()):
+                raise ValueError(
+                    "sft.lora.trainable_tokens: this batch has no shared opening to compute once (or the "
+                    "setup is fp16, several processes, activation checkpointing or a non-plain cache), and "
+                    "TRL's own step cannot train token rows (its fused output layer does not see them)"
+                )
+            self.plain_steps += 1
+            return super().training_step(model, inputs, num_items_in_batch)
 
     return SharedPrefixSFTTrainer
