@@ -555,50 +555,6 @@ def test_trainable_tokens_are_single_tokens_trained_in_sft_only() -> None:
         load_config(REPO / "configs" / "smoke.yaml", {"sft.lora.trainable_tokens": ["<|im_end|>"]})
 
 
-def test_token_rows_train_at_their_own_learning_rate(demo_dataset, tmp_path: Path) -> None:
-    import torch
-    from trl import SFTConfig
-
-    from sqlenv.training.models import load_trainable, lora_config
-    from sqlenv.training.sft import token_rows_learning_rate
-    from sqlenv.training.sft_data import sft_dataset
-    from sqlenv.training.shared_prefix import shared_prefix_trainer_class
-
-    config = load_config(
-        REPO / "configs" / "smoke.yaml",
-        {"sft.lora.enabled": True, "sft.lora.trainable_tokens": ["<|im_end|>"]},
-    )
-    tokenizer, model = load_trainable(config.model)
-    rows, _ = sft_dataset(demo_dataset, tokenizer, max_examples=2, max_length=4_000)
-    args = SFTConfig(
-        output_dir=str(tmp_path), learning_rate=1e-4, max_steps=1, per_device_train_batch_size=2,
-        max_length=4_000, assistant_only_loss=False, use_cpu=True, report_to="none", save_strategy="no",
-        disable_tqdm=True, activation_checkpointing=False,  # as run_sft: the shared step needs the cache
-    )
-    # The shared-prefix step, as `sqlenv train sft` runs token rows (TRL's own step cannot train them).
-    trainer = token_rows_learning_rate(shared_prefix_trainer_class(), 3e-3)(
-        model=model, args=args, train_dataset=rows, processing_class=tokenizer,
-        peft_config=lora_config(config.sft.lora, tokenizer), micro_batch_size=1,
-    )
-    names = {id(p): n for n, p in trainer.model.named_parameters()}
-    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
-    trainer.train()
-    groups = trainer.optimizer.param_groups
-    rows_group = [g for g in groups if g.get("token_rows")]
-    assert len(rows_group) == 1 and rows_group[0]["params"]
-    assert all("trainable_tokens_delta" in names[id(p)] for p in rows_group[0]["params"])
-    others = [names[id(p)] for g in groups if not g.get("token_rows") for p in g["params"]]
-    assert others and all("lora_" in n for n in others)
-    # Adam's first step moves each element by about its learning rate: the rows by 3e-3, the
-    # adapters by 1e-4 (the schedule's first step is at the peak: no warm-up).
-    moved = {n: float((p.detach() - before[n]).abs().max()) for n, p in trainer.model.named_parameters() if n in before}
-    token_moves = [m for n, m in moved.items() if "trainable_tokens_delta" in n]
-    lora_moves = [m for n, m in moved.items() if "lora_B" in n]
-    assert token_moves and max(token_moves) == pytest.approx(3e-3, rel=1e-2)
-    assert lora_moves and max(lora_moves) == pytest.approx(1e-4, rel=1e-2)
-    assert trainer.shared_steps == 1 and torch.is_tensor(rows_group[0]["params"][0])
-
-
 def test_token_losses_are_the_cross_entropy_of_the_named_learnt_tokens(demo_dataset) -> None:
     import torch
     from transformers import AutoModelForCausalLM

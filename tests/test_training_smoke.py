@@ -181,9 +181,14 @@ def test_an_sft_warm_up_with_lora_saves_a_plain_model_changed_only_where_the_ada
     from sqlenv.training.models import load_tokenizer, model_source
 
     # 8 trajectories, 2 optimisation steps: the first runs at learning rate 0 (warm-up), the second
-    # updates; the adapters, and the rows of one token (`sft.lora.trainable_tokens`).
+    # at the peak; the adapters (3e-4) and the rows of one token (`sft.lora.trainable_tokens`) at
+    # a rate of their own, 10x the adapters'.
     short = ["--set", "sft.max_examples=8", "--set", "sft.epochs=1", "--set", "sft.lora.enabled=true"]
-    _train("sft", tmp_path, spider_dir, *short, "--set", 'sft.lora.trainable_tokens=["<|im_end|>"]')
+    token_rate = 3e-3
+    _train(
+        "sft", tmp_path, spider_dir, *short, "--set", 'sft.lora.trainable_tokens=["<|im_end|>"]',
+        "--set", f"sft.lora.trainable_tokens_learning_rate={token_rate}",
+    )  # fmt: skip
     final = tmp_path / "sft" / "final"
     assert not (final / "adapter_config.json").exists()  # merged: a plain checkpoint
     trained = load_file(str(final / "model.safetensors"))
@@ -196,6 +201,10 @@ def test_an_sft_warm_up_with_lora_saves_a_plain_model_changed_only_where_the_ada
     embedding = "model.embed_tokens.weight"
     changed = (trained[embedding] != base[embedding]).any(dim=1).nonzero().flatten().tolist()
     assert changed == [token]
+    # Adam's one update moves an element by at most about its learning rate, and by about that much
+    # where the two steps' gradients agree: the row moved at its own rate, not the adapters' 3e-4.
+    moved = float((trained[embedding][token].float() - base[embedding][token].float()).abs().max())
+    assert 0.5 * token_rate < moved < 1.05 * token_rate
     # The protocol-token check measured that token before and after, on the same training rows.
     losses = json.loads((tmp_path / "sft" / "token_losses.json").read_text())
     assert losses["rows"] == 4 and set(losses["before"]) == set(losses["after"]) == {"<|im_end|>"}

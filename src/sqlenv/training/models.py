@@ -23,7 +23,10 @@ __all__ = [
     "lora_config",
     "model_source",
     "native_bf16",
+    "one_token_id",
     "resolve_bf16",
+    "single_token_id",
+    "token_rows",
 ]
 
 
@@ -63,13 +66,44 @@ def single_token_id(tokenizer: Any, token: str) -> int:
     Raises:
         ValueError: the text is several tokens (or none) for this tokenizer.
     """
-    ids = tokenizer.encode(token, add_special_tokens=False)
-    if len(ids) != 1:
+    token_id = one_token_id(tokenizer, token)
+    if token_id is None:
+        count = len(tokenizer.encode(token, add_special_tokens=False))
         raise ValueError(
-            f"lora.trainable_tokens: {token!r} is {len(ids)} tokens for this tokenizer, not one; only a "
+            f"lora.trainable_tokens: {token!r} is {count} tokens for this tokenizer, not one; only a "
             "single token's rows can be trained (a multi-token text is learnt by the adapters)"
         )
-    return int(ids[0])
+    return token_id
+
+
+def one_token_id(tokenizer: Any, token: str) -> int | None:
+    """The id of `token` where it is one token of `tokenizer`'s vocabulary.
+
+    Args:
+        tokenizer: the model's tokenizer.
+        token: the token's text.
+
+    Returns:
+        Its id, or None where the tokenizer spells it in several tokens (or none).
+    """
+    ids = tokenizer.encode(token, add_special_tokens=False)
+    return int(ids[0]) if len(ids) == 1 else None
+
+
+# peft keeps the trained rows of `trainable_token_indices` in parameters with this in their name.
+TOKEN_ROWS_PARAMETER = "trainable_tokens_delta"
+
+
+def token_rows(model: Any) -> dict[str, Any]:
+    """The trainable token-row parameters of a peft model (empty where it has none).
+
+    Args:
+        model: a model, peft-wrapped or not.
+
+    Returns:
+        {parameter name: parameter} for each of peft's token-row deltas that requires grad.
+    """
+    return {name: p for name, p in model.named_parameters() if TOKEN_ROWS_PARAMETER in name and p.requires_grad}
 
 
 def lora_config(section: LoRASection, tokenizer: Any = None) -> Any:

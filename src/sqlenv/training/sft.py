@@ -152,15 +152,12 @@ def token_rows_learning_rate(trainer_class: type, learning_rate: float) -> type:
         A subclass whose `create_optimizer` moves the rows into a group of their own.
     """
 
+    from sqlenv.training.models import token_rows
+
     class TokenRowsTrainer(trainer_class):  # type: ignore[misc, valid-type]
         def create_optimizer(self, model: Any = None) -> Any:
             optimizer = super().create_optimizer(model)
-            # peft keeps a token's trained rows in `trainable_tokens_delta` parameters.
-            rows = {
-                id(p): p
-                for n, p in (self.model if model is None else model).named_parameters()
-                if "trainable_tokens_delta" in n and p.requires_grad
-            }
+            rows = {id(p): p for p in token_rows(self.model if model is None else model).values()}
             if rows and not any(group.get("token_rows") for group in optimizer.param_groups):
                 for group in optimizer.param_groups:
                     group["params"] = [p for p in group["params"] if id(p) not in rows]

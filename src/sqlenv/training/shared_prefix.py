@@ -31,6 +31,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from sqlenv.training.models import token_rows
+
 IGNORE_INDEX = -100
 MIN_SHARED_TOKENS = 32  # below this, the extra forward call costs more than sharing saves
 
@@ -224,7 +226,7 @@ def shared_prefix_trainer_class() -> type:
 
         def _plain_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any) -> torch.Tensor:
             """TRL's own step, for a batch this one cannot share."""
-            if any("trainable_tokens_delta" in name for name, _ in model.named_parameters()):
+            if token_rows(model):
                 raise ValueError(
                     "sft.lora.trainable_tokens: this batch has no shared opening to compute once (or the "
                     "setup is fp16, several processes, activation checkpointing or a non-plain cache), and "

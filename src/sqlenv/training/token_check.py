@@ -29,13 +29,11 @@ def protocol_tokens(tokenizer: Any, trainable_tokens: Sequence[str]) -> dict[str
     Returns:
         {token text: token id}, possibly empty.
     """
+    from sqlenv.training.models import one_token_id
+
     names = list(trainable_tokens) or list(TOOL_CALL_TAGS)
-    found = {}
-    for name in names:
-        ids = tokenizer.encode(name, add_special_tokens=False)
-        if len(ids) == 1:
-            found[name] = int(ids[0])
-    return found
+    ids = {name: one_token_id(tokenizer, name) for name in names}
+    return {name: token_id for name, token_id in ids.items() if token_id is not None}
 
 
 def token_losses(model: Any, rows: Sequence[dict[str, list[int]]], tokens: dict[str, int]) -> dict[str, float | None]:
