@@ -97,9 +97,11 @@ def main() -> None:
                    "--max-new-tokens", str(args.max_new_tokens)]  # fmt: skip
         if args.spider_dir:
             command += ["--spider-dir", args.spider_dir]
-        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "SQLENV_ENGINE": engine})
+        # The child's stderr (its log, and each parallel count's numbers as they finish) passes
+        # through, so a run stopped part-way still shows what it measured.
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env={**os.environ, "SQLENV_ENGINE": engine})
         if done.returncode != 0:
-            raise SystemExit(f"{engine} failed:\n{done.stderr[-3000:]}")
+            raise SystemExit(f"{engine} failed (exit {done.returncode}); its log is above")
         results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"{args.model}, spider10 eval, first {args.questions} questions, greedy, "
           f"{args.max_new_tokens} tokens per reply, {os.cpu_count()} cores")  # fmt: skip

