@@ -49,6 +49,15 @@ def play(args: argparse.Namespace) -> dict[str, object]:
             return clone
 
         began = time.perf_counter()
+        finished = 0
+
+        def progress(record: object, parallel: int = parallel, began: float = began) -> None:
+            # one line per finished episode, so a run stopped part-way still gives its pace
+            nonlocal finished
+            finished += 1
+            print(f"{args.engine} parallel {parallel}: {finished}/{len(question_ids)} episodes "
+                  f"after {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+
         result = evaluate(
             env,
             policy,
@@ -56,6 +65,7 @@ def play(args: argparse.Namespace) -> dict[str, object]:
             question_ids=question_ids,
             parallel=parallel,
             policy_factory=factory if parallel > 1 else None,
+            on_episode=progress,
         )
         seconds = time.perf_counter() - began
         tokens = policy.generated_tokens - before + sum(c.generated_tokens for c in clones)
