@@ -53,12 +53,48 @@ def _alone(loaded, prompt: list[int], max_new_tokens: int) -> list[int]:
     return out[0, len(prompt) :].tolist()
 
 
+# A sequence decoded alone with its cache and the same sequence in a padded batch run differently
+# shaped matrix products; in bfloat16 that can flip a near-tie (on an H200, one of the three
+# QUESTIONS left `generate`'s one-at-a-time greedy tokens at token 10). So in bfloat16 each token
+# the batch chose must be the greedy choice of one pass over the whole sequence or lie within this
+# many logits of it (at least e^-1 as likely); a batch that mixed up its rows or masks picks
+# tokens many logits below the best.
+BF16_NEAR_TIE = 1.0
+
+
+def _greedy_gaps(loaded, prompt: list[int], new_ids: list[int]) -> list[float]:
+    """For each token a batch chose: how far its logit lies below the best one when the model reads
+    the prompt and the batch's own earlier tokens in one pass (0.0 where it chose the best)."""
+    import torch
+
+    ids = torch.tensor([prompt + new_ids[:-1]], device=loaded.model.device)
+    with torch.no_grad():
+        logits = loaded.model(input_ids=ids).logits[0, len(prompt) - 1 :].float()
+    chosen = logits[torch.arange(len(new_ids)), torch.tensor(new_ids, device=logits.device)]
+    return (logits.max(-1).values - chosen).tolist()
+
+
+def _assert_greedy(loaded, prompt: list[int], new_ids: list[int], max_new_tokens: int) -> None:
+    """The batch's tokens are the ones greedy decoding picks one sequence at a time: exactly in
+    float32; in bfloat16 each is the greedy choice of one pass over the sequence, or within
+    `BF16_NEAR_TIE` of it."""
+    import torch
+
+    if loaded.model.dtype == torch.float32:
+        assert new_ids == _alone(loaded, prompt, max_new_tokens)
+    else:
+        assert len(new_ids) == max_new_tokens or new_ids[-1] in STOP  # the budget or a stop
+        assert not STOP & set(new_ids[:-1])
+        gaps = _greedy_gaps(loaded, prompt, new_ids)
+        assert max(gaps) <= BF16_NEAR_TIE, gaps
+
+
 def test_a_batch_decodes_the_same_greedy_tokens_as_one_sequence_at_a_time(loaded) -> None:
     prompts = [_prompt(loaded, q) for q in QUESTIONS]
     assert len({len(p) for p in prompts}) == 3  # different lengths: the batch is padded
     results = decode_batch(loaded.model, [GenerationRequest(p, None, 12) for p in prompts], STOP)
     for prompt, result in zip(prompts, results, strict=True):
-        assert result.new_ids == _alone(loaded, prompt, 12)
+        _assert_greedy(loaded, prompt, result.new_ids, 12)
         assert result.encoded_tokens == len(prompt)
         # The returned cache holds exactly cached_ids: the prompt and every token fed back in.
         assert result.cached_ids == prompt + result.new_ids[:-1]
@@ -145,7 +181,8 @@ def test_a_gpu_batch_decodes_the_greedy_tokens_it_decodes_one_at_a_time() -> Non
     assert gpu.model.dtype == (torch.bfloat16 if run_in_bf16("cuda") else torch.float32)
     prompts = [_prompt(gpu, q) for q in QUESTIONS]
     on_gpu = decode_batch(gpu.model, [GenerationRequest(p, None, 16) for p in prompts], STOP)
-    assert [r.new_ids for r in on_gpu] == [_alone(gpu, p, 16) for p in prompts]
+    for prompt, result in zip(prompts, on_gpu, strict=True):
+        _assert_greedy(gpu, prompt, result.new_ids, 16)
     assert all(r.cache.layers[0].keys.device.type == "cuda" for r in on_gpu)
     # Sampling on the GPU draws from a generator on the GPU, seeded per sequence.
     sampled = [GenerationRequest(p, None, 8, greedy=False, seed=3) for p in prompts]
