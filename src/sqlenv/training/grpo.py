@@ -211,10 +211,11 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
 
         use_shared_prompt_logps(trainer)
         if console is not None:
-            groups = section.batch_size // section.num_generations
+            # Rows of one pass that share a prompt share its forward: a pass of 4 out of a group of
+            # 8 computes the prompt twice per step instead of 8 times; one row per pass, every time.
             console.print(
-                "training pass: each group's prompt computed once (grpo.shared_prompt)"
-                + ("" if groups else f"; batch_size {section.batch_size} holds no whole group, so it saves nothing")
+                "training pass: each prompt computed once per forward pass (grpo.shared_prompt)"
+                + ("; batch_size 1 scores one rollout per pass, so it saves nothing" if section.batch_size < 2 else "")
             )
     return trainer
 
