@@ -189,8 +189,9 @@ def main() -> None:
         if model == args.baseline_model:
             break
         base = mean(args.baseline_model, part)
-        ratio = mean(model, part) / base if base else float("nan")
-        print(f"{model} / {args.baseline_model}, {part}: {ratio:.2f}x")
+        if not base:  # the transformers engine has no weight sync: nothing to divide by
+            continue
+        print(f"{model} / {args.baseline_model}, {part}: {mean(model, part) / base:.2f}x")
     share = mean(model, "environment") / mean(model, "total")
     print(f"environment share of {model}'s step: {100 * share:.3f} %")
 
