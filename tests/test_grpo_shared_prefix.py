@@ -62,6 +62,16 @@ def _batch(trainer: Any) -> tuple[Any, Any, int]:
     return torch.tensor(ids), torch.tensor(mask), width
 
 
+def _assert_same_gradient(ours: Any, theirs: Any, name: str) -> None:
+    """Equal up to float32 summation order, measured against the gradient's own scale: a layer
+    norm's weight sums over every token, and a pass that adds the same terms in another order (one
+    prompt instead of four, other kernels on an AVX-512 CPU) differs by ~3e-5 of its largest entry
+    (seen: 1.8e-5 on 0.62). A wrong prompt, mask or row would move it by the order of the entry."""
+    scale = float(theirs.abs().max())
+    worst = float((ours - theirs).abs().max())
+    assert worst <= 1e-4 * scale + 1e-7, f"{name}: differs by {worst:.3g}, its largest entry {scale:.3g}"
+
+
 def test_shared_prompt_scoring_equals_trls_and_so_do_the_gradients(trainer: Any) -> None:
     import torch
 
@@ -86,7 +96,7 @@ def test_shared_prompt_scoring_equals_trls_and_so_do_the_gradients(trainer: Any)
     assert torch.allclose(ours[1] * completion_mask, theirs[1] * completion_mask, atol=1e-3)
     assert ours[2].keys() == theirs[2].keys() and theirs[2]
     for name, grad in theirs[2].items():
-        assert torch.allclose(ours[2][name], grad, atol=1e-5, rtol=1e-3), name
+        _assert_same_gradient(ours[2][name], grad, name)
 
 
 def test_trls_grpo_loss_and_its_gradients_are_the_same_with_shared_prompts(trainer: Any) -> None:
@@ -133,4 +143,4 @@ def test_trls_grpo_loss_and_its_gradients_are_the_same_with_shared_prompts(train
     assert torch.allclose(ours[0], theirs[0], atol=1e-5, rtol=1e-4)
     assert ours[1].keys() == theirs[1].keys() and theirs[1]
     for name, grad in theirs[1].items():
-        assert torch.allclose(ours[1][name], grad, atol=1e-5, rtol=1e-3), name
+        _assert_same_gradient(ours[1][name], grad, name)

@@ -14,6 +14,7 @@ only falls back to these readers where a default is documented to come from the 
 | `SQLENV_WORKER_TIMEOUT` | seconds `sqlenv serve --workers N` gives a worker to answer uvicorn's health check, at start-up and after (default 60) | `sqlenv.cli.serve` |
 | `SQLENV_DATASET`, `SQLENV_SPLIT`, `SQLENV_ANSWER_MODE` | what a server started by uvicorn serves (answer mode default `value`) | `sqlenv.server.app.app_from_environment` |
 | `SQLENV_DEVICE` | the torch device of local models (default `auto`) | `sqlenv.agents.devices` |
+| `SQLENV_DTYPE` | what local models compute in when they play: `float32`, `bfloat16` or `auto` (default: bfloat16 where the hardware computes it natively) | `sqlenv.agents.local_models` |
 | `SQLENV_MAX_NEW_TOKENS` | tokens per reply of a language-model policy (default 256) | `sqlenv.agents.chat_policy` |
 | `SQLENV_SOLVED_EXAMPLES` | solved examples in a chat policy's prompt (default: as the model was trained) | `sqlenv.agents.local_policy`, `sqlenv.agents.openai_policy` |
 | `SQLENV_ENGINE` | what generates local models' replies: `transformers`, `vllm` or `auto` (default: vLLM where installed) | `sqlenv.agents.engines` |
@@ -34,6 +35,8 @@ DATASET_ENV = "SQLENV_DATASET"
 SPLIT_ENV = "SQLENV_SPLIT"
 ANSWER_MODE_ENV = "SQLENV_ANSWER_MODE"
 DEVICE_ENV = "SQLENV_DEVICE"
+DTYPE_ENV = "SQLENV_DTYPE"
+DTYPES = ("auto", "float32", "bfloat16")
 MAX_NEW_TOKENS_ENV = "SQLENV_MAX_NEW_TOKENS"
 SOLVED_EXAMPLES_ENV = "SQLENV_SOLVED_EXAMPLES"
 ENGINE_ENV = "SQLENV_ENGINE"
@@ -178,6 +181,21 @@ def device_from_environment() -> str | None:
         Its value, or None when it is unset or empty (the caller's default applies).
     """
     return _text(DEVICE_ENV) or None
+
+
+def dtype_from_environment() -> str | None:
+    """$SQLENV_DTYPE: what local models compute in when they play (`float32`, `bfloat16`, `auto`).
+
+    Returns:
+        Its value, lower-cased, or None when it is unset or empty (the caller's default applies).
+
+    Raises:
+        ValueError: a value other than those three.
+    """
+    text = _text(DTYPE_ENV).lower()
+    if text and text not in DTYPES:
+        raise ValueError(f"{DTYPE_ENV}={text!r} is not a dtype: use {', '.join(DTYPES)}")
+    return text or None
 
 
 def max_new_tokens_from_environment() -> int | None:

