@@ -3,13 +3,17 @@
 Plays the same spider10 eval questions (the first `--questions` of the split, seed 0, greedy) with
 `sqlenv.agents.local_policy.LLMPolicy` on each engine, at each `--parallel` count, and prints
 episodes per minute, generated tokens per second (all episodes together), success and format-error
-rates, and each engine's ratio to transformers at the same parallelism. Each engine runs in a
+rates, and each engine's ratio to the first one listed (the baseline) at the same parallelism. An
+engine may name the dtype it computes in (`transformers:float32`; else the machine's choice:
+bfloat16 where the CPU computes it natively, `sqlenv.agents.local_models.run_in_bf16`), so a CPU
+with AVX-512 BF16 can compare against the float32 path of CPUs without it. Each engine runs in a
 process of its own (vLLM binds its threads to the cores, which would slow a transformers run in the
 same process); the model is loaded and warmed before the clock starts, so the numbers are playing
 time, not start-up (which is printed apart).
 
 Run: .venv/bin/python benchmarks/bench_engines.py --spider-dir ../shared/spider
-     [--model qwen2.5-coder-0.5b] [--questions 32] [--parallel 1,16] [--engines transformers,vllm]
+     [--model qwen2.5-coder-0.5b] [--questions 32] [--parallel 1,16]
+     [--engines transformers,vllm]  (or e.g. transformers:float32,transformers,vllm)
      [--max-new-tokens 256]
 """
 
@@ -83,7 +87,11 @@ def play(args: argparse.Namespace) -> dict[str, object]:
             }
         )
         print(json.dumps(runs[-1] | {"engine": args.engine, "successes": None}), file=sys.stderr, flush=True)
-    return {"engine": args.engine, "start_up_s": round(start_up, 1), "runs": runs}
+    from sqlenv.agents.devices import resolve_device
+    from sqlenv.agents.local_models import run_in_bf16
+
+    dtype = "bfloat16" if run_in_bf16(resolve_device()) else "float32"
+    return {"engine": args.engine, "dtype": dtype, "start_up_s": round(start_up, 1), "runs": runs}
 
 
 def main() -> None:
@@ -101,35 +109,37 @@ def main() -> None:
         print(json.dumps(play(args)))
         return
     results = {}
-    for engine in args.engines.split(","):
+    for label in args.engines.split(","):
+        engine, _, dtype = label.partition(":")
         command = [sys.executable, __file__, "--engine", engine, "--model", args.model,
                    "--questions", str(args.questions), "--parallel", ",".join(map(str, args.parallel)),
                    "--max-new-tokens", str(args.max_new_tokens)]  # fmt: skip
         if args.spider_dir:
             command += ["--spider-dir", args.spider_dir]
+        env = {**os.environ, "SQLENV_ENGINE": engine, "SQLENV_DTYPE": dtype or "auto"}
         # The child's stderr (its log, and each parallel count's numbers as they finish) passes
         # through, so a run stopped part-way still shows what it measured.
-        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env={**os.environ, "SQLENV_ENGINE": engine})
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=env)
         if done.returncode != 0:
-            raise SystemExit(f"{engine} failed (exit {done.returncode}); its log is above")
-        results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
+            raise SystemExit(f"{label} failed (exit {done.returncode}); its log is above")
+        results[label] = json.loads(done.stdout.strip().splitlines()[-1])
+    baseline = next(iter(results))
     print(f"{args.model}, spider10 eval, first {args.questions} questions, greedy, "
           f"{args.max_new_tokens} tokens per reply, {os.cpu_count()} cores")  # fmt: skip
-    print("engine        start-up  parallel  episodes/min  tokens/s  success  format errors  vs transformers")
-    base = {r["parallel"]: r for r in results.get("transformers", {"runs": []})["runs"]}
-    for engine, measured in results.items():
+    print(f"engine               dtype     start-up  parallel  episodes/min  tokens/s  success  format errors  vs {baseline}")
+    base = {r["parallel"]: r for r in results[baseline]["runs"]}
+    for label, measured in results.items():
         for run in measured["runs"]:
-            reference = base.get(run["parallel"])
-            ratio = f"{run['episodes_per_minute'] / reference['episodes_per_minute']:.2f}x" if reference else "-"
-            print(f"{engine:<13} {measured['start_up_s']:>7.1f}s  {run['parallel']:>8}  "
+            ratio = run["episodes_per_minute"] / base[run["parallel"]]["episodes_per_minute"]
+            print(f"{label:<20} {measured['dtype']:<9} {measured['start_up_s']:>7.1f}s  {run['parallel']:>8}  "
                   f"{run['episodes_per_minute']:>12.2f}  {run['tokens_per_s']:>8.1f}  {run['success_rate']:>7.3f}  "
-                  f"{run['format_error_rate']:>13.3f}  {ratio:>15}")  # fmt: skip
-    if "transformers" in results and "vllm" in results:
+                  f"{run['format_error_rate']:>13.3f}  {ratio:>7.2f}x")  # fmt: skip
+    for label in list(results)[1:]:
         for parallel in args.parallel:
-            a = next(r for r in results["transformers"]["runs"] if r["parallel"] == parallel)["successes"]
-            b = next(r for r in results["vllm"]["runs"] if r["parallel"] == parallel)["successes"]
+            a = next(r for r in results[baseline]["runs"] if r["parallel"] == parallel)["successes"]
+            b = next(r for r in results[label]["runs"] if r["parallel"] == parallel)["successes"]
             same = sum(x == y for x, y in zip(a, b, strict=True))
-            print(f"parallel {parallel}: the engines agree on success in {same} of {len(a)} episodes")
+            print(f"parallel {parallel}: {label} and {baseline} agree on success in {same} of {len(a)} episodes")
     Path("bench_engines.json").write_text(json.dumps(results, indent=1))
 
 
