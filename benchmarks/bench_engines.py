@@ -30,6 +30,8 @@ from pathlib import Path
 
 def play(args: argparse.Namespace) -> dict[str, object]:
     """One engine, every parallel count: the measurements as a JSON-ready dict."""
+    from sqlenv.agents.devices import resolve_device
+    from sqlenv.agents.local_models import play_dtype
     from sqlenv.agents.local_policy import LLMPolicy
     from sqlenv.data import load_dataset
     from sqlenv.env.environment import SQLEnvironment
@@ -87,11 +89,7 @@ def play(args: argparse.Namespace) -> dict[str, object]:
             }
         )
         print(json.dumps(runs[-1] | {"engine": args.engine, "successes": None}), file=sys.stderr, flush=True)
-    from sqlenv.agents.devices import resolve_device
-    from sqlenv.agents.local_models import run_in_bf16
-
-    dtype = "bfloat16" if run_in_bf16(resolve_device()) else "float32"
-    return {"engine": args.engine, "dtype": dtype, "start_up_s": round(start_up, 1), "runs": runs}
+    return {"engine": args.engine, "dtype": play_dtype(resolve_device()), "start_up_s": round(start_up, 1), "runs": runs}
 
 
 def main() -> None:

@@ -51,10 +51,10 @@ def _prompts(count: int, length: int, seed: int) -> list[list[int]]:
 def measure(args: argparse.Namespace) -> dict[str, object]:
     """One engine: load time, weight bytes, and (prefill, decode) tokens/s per sequence count."""
     from sqlenv.agents.devices import resolve_device
-    from sqlenv.agents.local_models import load_chat_model, model_source, run_in_bf16
+    from sqlenv.agents.local_models import load_chat_model, model_source, play_dtype
 
     device = resolve_device(None)
-    dtype = "bfloat16" if run_in_bf16(device) else "float32"
+    dtype = play_dtype(device)
     began = time.perf_counter()
     if args.engine == "vllm":
         from sqlenv.agents.vllm_engine import configure_vllm_environment

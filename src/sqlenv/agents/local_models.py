@@ -276,17 +276,17 @@ class LoadedModel:
     stop_ids: set[int] | None = None  # None: read from the model's generation config
 
 
-_MODELS: dict[tuple[str, str, bool], LoadedModel] = {}
+_MODELS: dict[tuple[str, str, str], LoadedModel] = {}
 _TOKENIZERS: dict[str, LoadedModel] = {}  # `load_chat_tokenizer`'s, per model name
 _MODELS_LOCK = threading.Lock()
 
 
 def load_chat_model(name: str, device: str | None = None) -> LoadedModel:
     """Tokenizer and model for a preset, a local directory or a hub id, on `device`
-    (`resolve_device`), in the dtype `run_in_bf16` chooses, memoised per process."""
+    (`resolve_device`), in the dtype `play_dtype` chooses, memoised per process."""
     device = resolve_device(device)
-    bf16 = run_in_bf16(device)
-    key = (name, device, bf16)
+    dtype = play_dtype(device)
+    key = (name, device, dtype)
     with _MODELS_LOCK:
         if key in _MODELS:
             return _MODELS[key]
@@ -296,13 +296,24 @@ def load_chat_model(name: str, device: str | None = None) -> LoadedModel:
 
         source = model_source(name)
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.bfloat16 if bf16 else torch.float32)
-        model = model.to(device)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=getattr(torch, dtype)).to(device)
         model.eval()
         if getattr(tokenizer, "response_schema", None) is None:
             tokenizer = add_response_schema(tokenizer)
         _MODELS[key] = LoadedModel(tokenizer, model)
         return _MODELS[key]
+
+
+def play_dtype(device: str) -> str:
+    """The dtype local models play in on `device`, by name (`run_in_bf16`).
+
+    Args:
+        device: a resolved torch device (`cpu`, `cuda`, `cuda:N`).
+
+    Returns:
+        `bfloat16` or `float32`.
+    """
+    return "bfloat16" if run_in_bf16(device) else "float32"
 
 
 def run_in_bf16(device: str) -> bool:

@@ -43,7 +43,7 @@ from sqlenv.agents.local_models import (
     load_chat_model,
     load_chat_tokenizer,
     model_source,
-    run_in_bf16,
+    play_dtype,
     stop_ids,
 )
 from sqlenv.agents.model_identity import weights_fingerprint
@@ -207,7 +207,7 @@ class LLMPolicy(ChatToolPolicy):
         return shared_vllm_engine(
             model_source(self.model_name),
             stop_ids(self.loaded),
-            dtype="bfloat16" if run_in_bf16(device) else "float32",
+            dtype=play_dtype(device),
             max_model_len=self.max_context_tokens,
         )
 
