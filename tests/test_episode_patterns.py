@@ -249,6 +249,7 @@ def test_cli_patterns_reads_saved_reports_side_by_side(env, tmp_path: Path) -> N
     assert rows["correct in both"].split("│")[3].strip() == "0"
     assert rows["correct only in stuck-report"].split("│")[3].strip() == "0"
     assert rows["correct only in this one"].split("│")[3].strip() == "3"
+    assert rows["McNemar exact p (two-sided)"].split("│")[3].strip() == "0.25"  # 2 x (1/2)^3
     after_same = rows[f"after the first failed query: {NEXT_SAME_QUERY}"]
     assert [c.strip() for c in after_same.split("│")[2:4]] == ["3 (0%)", "0"]
 
@@ -305,6 +306,22 @@ def test_paired_successes_compare_two_runs_on_the_questions_both_played(env) -> 
     )
     # A question played twice counts as solved if either episode was.
     assert paired_successes([stuck[0], oracle[0]], stuck[:1]) == PairedSuccesses(1, 0, 1, 0)
+
+
+def test_mcnemar_exact_p_value_is_the_two_sided_binomial_test_on_the_discordant_questions() -> None:
+    # Worked by hand: 2 x P(X <= 2), X ~ Binomial(12, 1/2) = 2 x (1 + 12 + 66) / 4096.
+    assert PairedSuccesses(shared=100, both=20, only_first=2, only_second=10).mcnemar_p_value == pytest.approx(
+        158 / 4096
+    )
+    # Symmetric in the two runs; an even split is no evidence; nothing discordant is p = 1.
+    assert PairedSuccesses(100, 20, 10, 2).mcnemar_p_value == PairedSuccesses(100, 20, 2, 10).mcnemar_p_value
+    assert PairedSuccesses(100, 20, 5, 5).mcnemar_p_value == 1.0
+    assert PairedSuccesses(100, 20, 0, 0).mcnemar_p_value == 1.0
+    assert PairedSuccesses(40, 0, 0, 40).mcnemar_p_value == pytest.approx(2 / 2**40)
+    scipy_stats = pytest.importorskip("scipy.stats", reason="scipy comes with the llm extra (scikit-learn)")
+    for first, second in [(3, 17), (11, 20), (0, 6), (25, 24), (1, 60)]:
+        expected = scipy_stats.binomtest(first, first + second, 0.5).pvalue
+        assert PairedSuccesses(200, 0, first, second).mcnemar_p_value == pytest.approx(expected, rel=1e-9)
 
 
 EPISODE_FIELDS = {

@@ -546,6 +546,9 @@ def patterns_command(
             ("correct only in this one", "only_second"),
         ):
             table.add_row(row, "", *(str(getattr(pair, field)) for pair in pairs))
+        table.add_row(
+            "McNemar exact p (two-sided)", "", *(f"{pair.mcnemar_p_value:.3g}" for pair in pairs)
+        )
     console.print(table)
 
 

@@ -9,12 +9,14 @@ episode did right after its first failed query (the same query again, the same q
 changed query, a look at a table, an answer) says whether a policy tries to fix its errors.
 Everything here is computed from `EpisodeRecord`s alone, so it applies to a saved `results.json` as
 well as to a fresh evaluation; the report (`sqlenv.evaluation.reports`) renders it in `summary.md` and stores
-it in `results.json`. For two runs, `paired_successes` says which questions each one solved."""
+it in `results.json`. For two runs, `paired_successes` says which questions each one solved, and
+`PairedSuccesses.mcnemar_p_value` whether the difference is more than chance."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import comb
 from typing import Any
 
 from sqlenv.env.rewards import repeat_text
@@ -201,6 +203,24 @@ class PairedSuccesses:
     both: int
     only_first: int
     only_second: int
+
+    @property
+    def mcnemar_p_value(self) -> float:
+        """The exact McNemar test's two-sided p-value: how likely a split of the discordant
+        questions (solved by one run only) at least this uneven is if either run were as likely to
+        be the one that solved each. Exact (binomial, p = 1/2) rather than the chi-square
+        approximation, because a few dozen discordant questions are typical here.
+
+        Returns:
+            1.0 when no question is discordant, else min(1, 2 * P(X <= min(b, c))) for
+            X ~ Binomial(b + c, 1/2), b and c the two discordant counts.
+        """
+        discordant = self.only_first + self.only_second
+        if discordant == 0:
+            return 1.0
+        smaller = min(self.only_first, self.only_second)
+        tail = sum(comb(discordant, k) for k in range(smaller + 1)) / 2**discordant
+        return min(1.0, 2 * tail)
 
 
 def paired_successes(first: Sequence[EpisodeRecord], second: Sequence[EpisodeRecord]) -> PairedSuccesses:
