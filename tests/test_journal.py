@@ -293,6 +293,36 @@ def test_a_journal_from_before_the_limit_was_recorded_is_a_96_token_run(demo_dat
     assert evaluate(env, RandomPolicy(seed=1), 3, seed=0, journal=plain_journal).journal_episodes == 3
 
 
+class _DtypePolicy(_TextPolicy):
+    """A random player that declares the dtype its model computes in, as local models do."""
+
+    def __init__(self, seed: int, dtype: str) -> None:
+        super().__init__(seed, 256)
+        self.dtype = dtype
+
+
+def test_a_journal_is_refused_for_another_dtype_and_one_without_it_continues(
+    demo_dataset, tmp_path: Path
+) -> None:
+    """`auto` plays in bfloat16 on one kind of CPU and float32 on another, and the two decide
+    near-ties differently: a run begun in one is not continued in the other."""
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    journal = tmp_path / "j.jsonl"
+    result = evaluate(env, _DtypePolicy(1, "bfloat16"), 3, seed=0, journal=journal)
+    assert result.dtype == "bfloat16"
+    assert json.loads(journal.read_text().splitlines()[0])["dtype"] == "bfloat16"
+    before = journal.read_bytes()
+    with pytest.raises(ValueError, match=r"dtype 'bfloat16' \(this run: 'float32'\)"):
+        evaluate(env, _DtypePolicy(1, "float32"), 3, seed=0, journal=journal)
+    assert journal.read_bytes() == before
+    lines = journal.read_text().splitlines()  # as an older sqlenv wrote it: no dtype recorded
+    header = json.loads(lines[0])
+    del header["dtype"]
+    journal.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert evaluate(env, _DtypePolicy(1, "float32"), 3, seed=0, journal=journal).journal_episodes == 3
+    assert evaluate(env, RandomPolicy(seed=1), 3, seed=0).dtype is None
+
+
 class _ExamplesPolicy(_TextPolicy):
     """A random player named and ranked as a language model shown solved examples is."""
 

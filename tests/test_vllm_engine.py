@@ -76,6 +76,8 @@ def test_vllm_plays_the_episodes_transformers_plays_and_says_so(tmp_path: Path) 
         assert results[engine]["engine"] == engine
         [journal] = (tmp_path / engine).glob("*.jsonl")
         assert json.loads(journal.read_text().splitlines()[0])["engine"] == engine
+        assert results[engine]["dtype"] == "float32"  # as SQLENV_DTYPE asked
+        assert json.loads(journal.read_text().splitlines()[0])["dtype"] == "float32"
 
     def actions(result: dict) -> list[list[str]]:
         return [episode["actions"] for episode in result["episodes"]]

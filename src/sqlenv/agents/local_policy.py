@@ -109,6 +109,14 @@ class LLMPolicy(ChatToolPolicy):
         record it."""
         return None if is_named_model(self.model_name) else weights_fingerprint(self.model_name)
 
+    @property
+    def dtype(self) -> str:
+        """The dtype the model computes in on this policy's device (`play_dtype`: bfloat16 or
+        float32); episode journals and results record it beside the engine."""
+        from sqlenv.agents.devices import resolve_device
+
+        return play_dtype(resolve_device(self.device))
+
     def clone(self, *, max_batch: int | None = None) -> LLMPolicy:
         """A policy with the same settings and its own conversation. The model is shared, and so
         is a `GenerationBatcher` (when the batch size, `max_batch` or this policy's, is over 1):

@@ -74,6 +74,7 @@ class EpisodeJournal:
         max_new_tokens: int | None = None,
         examples_ranking: str | None = None,
         engine: str | None = None,
+        dtype: str | None = None,
         write: bool = True,
     ):
         self.path = Path(path)
@@ -92,6 +93,9 @@ class EpisodeJournal:
             # What generated the replies: engines differ in floating-point detail, so a greedy
             # run continued on another engine would not be the run it started as.
             "engine": engine,  # None for policies that generate no text here
+            # The dtype the model computed in, for the same reason: bfloat16 and float32 decide
+            # near-ties differently, and `auto` picks by CPU, so machines of two kinds would differ.
+            "dtype": dtype,  # None for policies that generate no text here
         }
         self._lock = threading.Lock()
         self._held: IO[Any] | None = None
@@ -141,6 +145,8 @@ class EpisodeJournal:
             header["max_new_tokens"] = LEGACY_MAX_NEW_TOKENS
         if "engine" not in header and self.header["engine"] is not None:
             header["engine"] = LEGACY_ENGINE  # local models generated with transformers alone
+        if "dtype" not in header:  # not recorded then, so nothing to hold this run to
+            header["dtype"] = self.header["dtype"]
         if "examples_ranking" not in header and re.search(r"-\d+solved$", str(header.get("policy"))):
             header["examples_ranking"] = LEGACY_EXAMPLES_RANKING  # a "<model>-<k>shot-<n>solved" run
         differences = [

@@ -117,6 +117,8 @@ class EvaluationResult:
     # What generated a language-model policy's replies ("transformers", "vllm"); None for
     # policies that generate no text here (random, oracle, an OpenAI-compatible server).
     engine: str | None = None
+    # The dtype its model computed in ("bfloat16", "float32"); None where `engine` is.
+    dtype: str | None = None
 
     @property
     def success_label(self) -> str:
@@ -199,6 +201,7 @@ def summarise(
     planned_episodes: int = 0,
     finished_after_gap: int = 0,
     engine: str | None = None,
+    dtype: str | None = None,
 ) -> EvaluationResult:
     """An `EvaluationResult` from episode records (overall and by difficulty, type, database).
 
@@ -241,4 +244,5 @@ def summarise(
         planned_episodes=planned_episodes,
         finished_after_gap=finished_after_gap,
         engine=engine,
+        dtype=dtype,
     )

@@ -67,7 +67,7 @@ def evaluate(
     `journal` (a JSON-lines file, `sqlenv.evaluation.journal`) records each episode as it finishes; given the
     journal of an unfinished run with the same policy name, dataset, split, seed and episodes (and,
     for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
-    `max_new_tokens`, `examples_ranking` and `engine`), the run continues: the recorded episodes are loaded
+    `max_new_tokens`, `examples_ranking`, `engine` and `dtype`), the run continues: the recorded episodes are loaded
     (and passed to `on_episode` first), only the others are played. A run that plays holds the journal's lock
     until it returns: a second one started on the same journal meanwhile is refused
     (`sqlenv.evaluation.journal.JournalInUse`).
@@ -104,6 +104,7 @@ def evaluate(
             max_new_tokens=getattr(policy, "max_new_tokens", None),
             examples_ranking=getattr(policy, "examples_ranking", None),
             engine=getattr(policy, "engine", None),
+            dtype=getattr(policy, "dtype", None),
             write=play,  # a report of the results so far only reads it
         )
         done = {index: with_train_overlap(e, env.dataset) for index, e in opened.done.items()}
@@ -152,6 +153,7 @@ def evaluate(
             planned_episodes=planned,
             finished_after_gap=after_gap,
             engine=getattr(policy, "engine", None),
+            dtype=getattr(policy, "dtype", None),
         )
     finally:
         if opened is not None:

@@ -71,7 +71,9 @@ def summary_markdown(result: EvaluationResult) -> str:
         f"# {report_title(result)}",
         "",
         f"{result.n_episodes} episodes, seed {result.seed}, backend {result.backend}, "
-        + (f"replies generated with {result.engine}, " if result.engine else "")
+        + (f"replies generated with {result.engine}" if result.engine else "")
+        + (f" in {result.dtype}" if result.engine and result.dtype else "")
+        + (", " if result.engine else "")
         + f"{timing}. Format errors: share of actions whose policy output could not be parsed."
         + (
             " Answers were SQL statements graded by Spider's execution match: success is execution accuracy."
