@@ -87,6 +87,12 @@ def test_the_dtype_variable_chooses_what_a_played_model_computes_in(monkeypatch)
     assert run_in_bf16("cpu") is False
     monkeypatch.setenv("SQLENV_DTYPE", "bfloat16")
     assert run_in_bf16("cpu") is True
+    from sqlenv.agents.local_policy import LLMPolicy
+
+    # What a policy says it plays in (journals and results record it), without loading the model.
+    assert LLMPolicy("smollm2-135m", device="cpu").dtype == "bfloat16"
+    monkeypatch.setenv("SQLENV_DTYPE", "float32")
+    assert LLMPolicy("smollm2-135m", device="cpu").dtype == "float32"
     monkeypatch.setenv("SQLENV_DTYPE", "fp8")
     with pytest.raises(ValueError, match="SQLENV_DTYPE='fp8' is not a dtype: use auto, float32, bfloat16"):
         run_in_bf16("cpu")
