@@ -60,6 +60,17 @@ def test_the_learning_curve_is_drawn_and_a_resumed_run_keeps_its_points(tmp_path
     assert (tmp_path / "curve.png").stat().st_size > 10_000
 
 
+def test_the_success_band_is_each_points_wilson_interval() -> None:
+    from sqlenv.evaluation.records import wilson_interval
+    from sqlenv.training.curves import success_band
+
+    points = [{"step": 0, "n": 100, "success": 0.19}, {"step": 10, "n": 100, "success": 0.23}, {"step": 20, "n": 4, "success": 0.0}]
+    lows, highs = success_band(points)
+    assert list(zip(lows, highs, strict=True)) == [wilson_interval(19, 100), wilson_interval(23, 100), (0.0, highs[2])]
+    assert lows[0] == pytest.approx(0.1251, abs=1e-4) and highs[0] == pytest.approx(0.2778, abs=1e-4)
+    assert highs[2] == pytest.approx(0.4899, abs=1e-4)  # 0 of 4 still allows half
+
+
 def test_an_unknown_loss_type_is_refused() -> None:
     pytest.importorskip("yaml")
     from sqlenv.training.config import load_config

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["heldout_points", "plot_heldout_curves"]
+__all__ = ["heldout_points", "plot_heldout_curves", "success_band"]
 
 
 def heldout_points(run: Path) -> list[dict[str, Any]]:
@@ -30,8 +30,25 @@ def heldout_points(run: Path) -> list[dict[str, Any]]:
     raise FileNotFoundError(f"no heldout.json in {run} (set live.heldout_questions in the run's config)")
 
 
+def success_band(points: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """The 95 % Wilson interval of each held-out point's overall success, for a shaded band: at
+    100 questions it is some +-8 points wide, which is what a step between two points must beat.
+
+    Args:
+        points: held-out points (`heldout_points`), each with `n` and `success`.
+
+    Returns:
+        (lows, highs), one per point.
+    """
+    from sqlenv.evaluation.records import wilson_interval
+
+    bounds = [wilson_interval(round(p["success"] * p["n"]), int(p["n"])) for p in points]
+    return [low for low, _ in bounds], [high for _, high in bounds]
+
+
 def plot_heldout_curves(runs: dict[str, Path], out: Path) -> Path:
-    """Held-out success (all, and new-SQL dashed) and mean reward of several runs against steps.
+    """Held-out success (all with its 95 % band, and new-SQL dashed) and mean reward of several
+    runs against steps.
 
     Args:
         runs: label -> run (as `heldout_points` takes).
@@ -53,6 +70,7 @@ def plot_heldout_curves(runs: dict[str, Path], out: Path) -> Path:
         steps = [p["step"] for p in points]
         color = f"C{index}"
         left.plot(steps, [p["success"] for p in points], marker="o", color=color, label=f"{label}: all")
+        left.fill_between(steps, *success_band(points), color=color, alpha=0.12, label=f"{label}: 95 % interval")
         left.plot(
             steps, [p["success_new_sql"] for p in points], marker="x", ls="--", color=color, label=f"{label}: new SQL"
         )

@@ -265,11 +265,13 @@ class LiveVisualizationCallback(TrainerCallback):
     # ---- plots -------------------------------------------------------------------------------
 
     def plot_learning_curve(self, path: Path) -> Path | None:
-        """Held-out success (overall, twin, new SQL) by step, and held-out mean reward beside the
-        training reward by step."""
+        """Held-out success (overall with its 95 % band, twin, new SQL) by step, and held-out mean
+        reward beside the training reward by step."""
         if not self.heldout:
             return None
         import matplotlib
+
+        from sqlenv.training.curves import success_band
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -279,6 +281,7 @@ class LiveVisualizationCallback(TrainerCallback):
         n = self.heldout[-1]["n"]
         for key, label in (("success", "all"), ("success_twin", "twin in train"), ("success_new_sql", "new SQL")):
             left.plot(steps, [p[key] for p in self.heldout], marker="o", label=label)
+        left.fill_between(steps, *success_band(self.heldout), color="C0", alpha=0.12, label="all: 95 % interval")
         left.set_ylim(-0.02, 1.02)
         left.set_xlabel("optimisation step")
         left.set_ylabel("success rate")
