@@ -273,6 +273,46 @@ def test_grpo_rows_follow_the_curriculum_and_carry_the_evaluation_prompt(demo_da
     assert len(easy_only) == 3 and {r["difficulty"] for r in easy_only} == {"easy"}
 
 
+def test_a_curriculum_fitted_to_a_short_run_reaches_every_level_in_proportion(demo_dataset) -> None:
+    from collections import Counter
+
+    from sqlenv.training.config import GRPOSection
+    from sqlenv.training.grpo import grpo_rows
+    from sqlenv.training.heldout import proportional_shares
+
+    levels = ["easy", "medium", "hard", "extra"]
+    whole = grpo_rows(demo_dataset, curriculum=levels, seed=1)
+    sizes = Counter(r["difficulty"] for r in whole)
+    assert len(sizes) == 4 and min(sizes.values()) >= 3
+    run = GRPOSection(max_steps=6, num_generations=4, batch_size=4, gradient_accumulation_steps=2)
+    assert (run.questions_per_step(), run.questions_read()) == (2, 12)
+    fitted = grpo_rows(demo_dataset, curriculum=levels, seed=1, fit_to=run.questions_read())
+    assert len(fitted) == 12
+    # Each level its share of the 12 (largest remainders), easy first, and within a level the
+    # questions the whole curriculum would play first: a prefix of its shuffled order.
+    assert Counter(r["difficulty"] for r in fitted) == proportional_shares(dict(sizes), 12)
+    order = {level: rank for rank, level in enumerate(levels)}
+    ranks = [order[r["difficulty"]] for r in fitted]
+    assert ranks == sorted(ranks) and set(ranks) == {0, 1, 2, 3}
+    for level in levels:
+        mine = [r["question_id"] for r in fitted if r["difficulty"] == level]
+        assert mine == [r["question_id"] for r in whole if r["difficulty"] == level][: len(mine)]
+    # Unfitted, the same 12 steps' worth would all be easy; a run that reads them all is unchanged.
+    assert {r["difficulty"] for r in whole[:12]} == {"easy"}
+    assert grpo_rows(demo_dataset, curriculum=levels, seed=1, fit_to=len(whole)) == whole
+
+
+def test_proportional_shares_add_up_and_round_to_the_largest_remainders() -> None:
+    from sqlenv.training.heldout import proportional_shares
+
+    # spider10's train split by difficulty, 100 steps of 2 questions.
+    assert proportional_shares({"easy": 106, "medium": 195, "hard": 89, "extra": 83}, 200) == {
+        "easy": 45, "medium": 82, "hard": 38, "extra": 35,
+    }  # fmt: skip
+    assert proportional_shares({"a": 1, "b": 1, "c": 1}, 2) == {"a": 1, "b": 1, "c": 0}  # ties: smaller key
+    assert proportional_shares({"a": 5, "b": 0}, 5) == {"a": 5, "b": 0}
+
+
 def test_oracle_conversations_are_correct_episodes_with_varied_exploration(demo_dataset) -> None:
     from sqlenv.training.sft_data import CLOSING_REPLY, oracle_conversations
 
@@ -608,6 +648,9 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
         load_config(bad)
     bad.write_text("grpo:\n  batch_size: 6\n  num_generations: 4\n")
     with pytest.raises(ValueError, match=r"multiple of grpo\.num_generations"):
+        load_config(bad)
+    bad.write_text("grpo:\n  curriculum_fit: maybe\n")
+    with pytest.raises(ValueError, match=r"grpo\.curriculum_fit: expected true or false, got 'maybe'"):
         load_config(bad)
     bad.write_text("grpo:\n  curriculum: [easy, impossible]\n")
     with pytest.raises(ValueError, match="impossible"):

@@ -79,6 +79,10 @@ class GRPOSection:
     mask_truncated_completions: bool = False  # drop rollouts cut at max_completion_length from the loss
     temperature: float = 1.0
     curriculum: list[str] = field(default_factory=lambda: list(DIFFICULTIES))  # easy first
+    # True: the questions max_steps will read are drawn from every curriculum level in proportion
+    # to its size, easy first (`grpo_rows(fit_to=...)`); False: the levels in full, one after
+    # another, so a run shorter than the curriculum never leaves its first levels.
+    curriculum_fit: bool = False
     max_questions: int | None = None
     reward_weights: dict[str, float] = field(
         default_factory=lambda: {"correctness": 1.0, "progress": 1.0, "operational": 1.0}
@@ -103,6 +107,15 @@ class GRPOSection:
     bf16: Bf16Setting = False
     save_steps: int = 10
     lora: LoRASection = field(default_factory=LoRASection)
+
+    def questions_per_step(self) -> int:
+        """Questions one optimisation step plays: its rollouts (batch_size x
+        gradient_accumulation_steps, as TRL generates them) over num_generations per question."""
+        return self.batch_size * self.gradient_accumulation_steps // self.num_generations
+
+    def questions_read(self) -> int:
+        """Questions the whole run plays: max_steps x `questions_per_step`."""
+        return self.max_steps * self.questions_per_step()
 
 
 @dataclass
@@ -207,8 +220,9 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         value = getattr(config, section).bf16
         if not (isinstance(value, bool) or value == "auto"):
             raise ValueError(f"{section}.bf16: expected true, false or auto, got {value!r}")
-    if not isinstance(config.grpo.shared_prompt, bool):
-        raise ValueError(f"grpo.shared_prompt: expected true or false, got {config.grpo.shared_prompt!r}")
+    for key in ("shared_prompt", "curriculum_fit"):
+        if not isinstance(getattr(config.grpo, key), bool):
+            raise ValueError(f"grpo.{key}: expected true or false, got {getattr(config.grpo, key)!r}")
     for key in ("loss_on_mistakes", "clean_copies"):
         if not isinstance(getattr(config.sft, key), bool):
             raise ValueError(f"sft.{key}: expected true or false, got {getattr(config.sft, key)!r}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from sqlenv.agents.engines import resolve_engine
 from sqlenv.config import EnvConfig
 from sqlenv.data import Dataset
 from sqlenv.training.config import TrainConfig
+from sqlenv.training.heldout import proportional_shares
 
 
 def grpo_rows(
@@ -35,10 +37,14 @@ def grpo_rows(
     max_questions: int | None = None,
     solved_examples: int = 0,
     config: EnvConfig | None = None,
+    fit_to: int | None = None,
 ) -> list[dict[str, Any]]:
     """Training rows in curriculum order: {"prompt": [system, question], "question_id", "difficulty"}.
     With `solved_examples` N, the question message shows the N most similar solved train questions;
-    `config` is the environment the rollouts play (its answer mode is in the system message)."""
+    `config` is the environment the rollouts play (its answer mode is in the system message).
+    `fit_to` is how many questions the run will read: when that is fewer than the curriculum holds,
+    each level keeps only its share in proportion to its size (`proportional_shares`), so a short
+    run still reaches every level, easy first, instead of spending all its steps on the first."""
     from sqlenv.agents.prompts import question_message, system_message
     from sqlenv.agents.solved_examples import SolvedExamples
     from sqlenv.env.environment import SQLEnvironment
@@ -46,10 +52,15 @@ def grpo_rows(
     env = SQLEnvironment(dataset=dataset, split=split, config=config)
     examples = SolvedExamples(dataset, solved_examples) if solved_examples else None
     rng = random.Random(seed)
-    rows: list[dict[str, Any]] = []
+    levels: dict[str, list[Any]] = {}
     for level in curriculum:
-        records = [r for r in dataset.split(split) if r.difficulty == level and not r.empty_gold]
-        rng.shuffle(records)
+        levels[level] = [r for r in dataset.split(split) if r.difficulty == level and not r.empty_gold]
+        rng.shuffle(levels[level])
+    if fit_to is not None and fit_to < sum(len(records) for records in levels.values()):
+        shares = proportional_shares({level: len(records) for level, records in levels.items()}, fit_to)
+        levels = {level: records[: shares[level]] for level, records in levels.items()}
+    rows: list[dict[str, Any]] = []
+    for records in levels.values():
         for record in records:
             observation = env.reset(question_id=record.question_id)
             rows.append(
@@ -131,11 +142,15 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         max_questions=section.max_questions,
         solved_examples=config.solved_examples,
         config=config.env_config,
+        fit_to=section.questions_read() if section.curriculum_fit else None,
     )
     if console is not None:
+        levels = Counter(row["difficulty"] for row in rows)
         console.print(
-            f"GRPO from {init}: {len(rows)} train questions ({', '.join(section.curriculum)}), "
-            f"{section.max_steps} steps x {section.batch_size} rollouts ({section.num_generations} per question)"
+            f"GRPO from {init}: {len(rows)} train questions "
+            f"({', '.join(f'{level} {levels[level]}' for level in section.curriculum)}), "
+            f"{section.max_steps} steps x {section.questions_per_step()} question(s) x "
+            f"{section.num_generations} rollouts, {section.batch_size} rollouts per pass"
         )
     bf16 = bf16_for(section.bf16, "grpo", console)
     names = list(REWARD_FUNCS)

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import TypeVar
 
 from sqlenv.data import Dataset
 
-__all__ = ["NEW_SQL", "TWIN", "heldout_questions", "stratum"]
+__all__ = ["NEW_SQL", "TWIN", "heldout_questions", "proportional_shares", "stratum"]
 
 TWIN = "twin"  # a train question has the same gold SQL
 NEW_SQL = "new-sql"  # none does
+
+K = TypeVar("K")
 
 
 def stratum(dataset: Dataset, question_id: str) -> tuple[str, str]:
@@ -31,6 +35,27 @@ def stratum(dataset: Dataset, question_id: str) -> tuple[str, str]:
     """
     record = dataset.get(question_id)
     return record.difficulty, TWIN if dataset.seen_in_train(question_id) else NEW_SQL
+
+
+def proportional_shares(sizes: Mapping[K, int], n: int) -> dict[K, int]:
+    """Split `n` among groups in proportion to their sizes, the rounding going to the largest
+    remainders (ties to the smaller key), so the shares add up to `n`.
+
+    Args:
+        sizes: group -> how many it has (keys sortable).
+        n: how many to take in all, at most the sum of the sizes.
+
+    Returns:
+        group -> its share, never more than its size.
+    """
+    total = sum(sizes.values())
+    keys = sorted(sizes)
+    exact = {key: n * sizes[key] / total for key in keys}
+    shares = {key: int(exact[key]) for key in keys}
+    by_remainder = sorted(keys, key=lambda k: (-(exact[k] - shares[k]), k))
+    for key in by_remainder[: n - sum(shares.values())]:
+        shares[key] += 1
+    return shares
 
 
 def heldout_questions(dataset: Dataset, n: int, *, split: str = "eval", seed: int = 0) -> list[str]:
@@ -59,11 +84,7 @@ def heldout_questions(dataset: Dataset, n: int, *, split: str = "eval", seed: in
     for record in records:
         groups[stratum(dataset, record.question_id)].append(record.question_id)
     keys = sorted(groups)
-    exact = {key: n * len(groups[key]) / len(records) for key in keys}
-    shares = {key: int(exact[key]) for key in keys}
-    by_remainder = sorted(keys, key=lambda k: (-(exact[k] - shares[k]), k))
-    for key in by_remainder[: n - sum(shares.values())]:
-        shares[key] += 1
+    shares = proportional_shares({key: len(groups[key]) for key in keys}, n)
     rng = random.Random(seed)
     chosen: list[str] = []
     for key in keys:
