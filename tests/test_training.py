@@ -228,14 +228,32 @@ def test_reset_needs_a_question_and_tools_need_a_reset(demo_dataset) -> None:
         env.reset(prompt=[{"role": "user", "content": "hi"}])
 
 
-def test_an_unanswered_episode_scores_as_a_wrong_answer(demo_dataset) -> None:
+def test_an_unanswered_episode_scores_as_a_wrong_answer_without_its_shapings_payments(demo_dataset) -> None:
+    """Exploring until the rollout is cut must not out-earn the same exploration answered wrongly:
+    an unanswered episode keeps its shaping's penalties, not its payments."""
     record = _a_train_question(demo_dataset)
-    env = SQLEnvTRL(demo_dataset, split="train")
-    env.reset(question_id=record.question_id)
-    env.describe(record.tables_involved[0])
-    parts = {name: f([env])[0] for name, f in REWARD_FUNCS.items()}
-    assert parts["correctness"] == env._config.reward.wrong_answer
-    assert env.get_reward() == pytest.approx(sum(parts.values()))
+    table = record.tables_involved[0]
+    explored, answered, refused = (SQLEnvTRL(demo_dataset, split="train") for _ in range(3))
+    for env in (explored, answered, refused):
+        env.reset(question_id=record.question_id)
+    for env in (explored, answered):
+        env.describe(table)
+        env.query(record.gold_sql)  # the gold result: progress is paid in full
+        assert env._operational > 0 and env._progress > 0  # what the environment paid per step
+    answered.answer("certainly not the answer")
+    refused.query(f"DELETE FROM {table}")  # refused: a step cost and no payment
+    assert refused._operational < 0
+    for env in (explored, refused):
+        parts = {name: f([env])[0] for name, f in REWARD_FUNCS.items()}
+        assert parts["correctness"] == env._config.reward.wrong_answer
+        assert parts["progress"] == 0.0
+        assert parts["operational"] == min(env._operational, 0.0)
+        assert env.get_reward() == pytest.approx(sum(parts.values()))
+    assert explored.get_reward() == env._config.reward.wrong_answer
+    assert refused.get_reward() < explored.get_reward() < answered.get_reward()
+    assert answered.get_reward() == pytest.approx(
+        answered._config.reward.wrong_answer + answered._operational + answered._progress
+    )
 
 
 def test_rollouts_on_a_server_match_in_process(demo_dataset, demo_server) -> None:

@@ -9,9 +9,10 @@ episode is over (answered, or budget spent) every tool raises, which TRL shows t
 `{"error": ...}`.
 
 `SQLEnvTRL` adds `get_reward()` (the episode's total reward); TRL then scores rollouts with it on
-its own. For weighting the reward's parts separately, use `SQLToolEnv` (no `get_reward`) with
-`reward_correctness`, `reward_progress` and `reward_operational` as `reward_funcs`: with weights
-1, 1, 1 they add up to `get_reward()`.
+its own. A rollout that ends without an ANSWER scores as a wrong answer and keeps its shaping's
+penalties but not its payments (`SQLToolEnv._reward_parts` says why). For weighting the reward's
+parts separately, use `SQLToolEnv` (no `get_reward`) with `reward_correctness`, `reward_progress`
+and `reward_operational` as `reward_funcs`: with weights 1, 1, 1 they add up to `get_reward()`.
 
 An instance runs its episodes in-process (`SQLEnvironment`) or, given `url`, on a sqlenv server
 through one WebSocket session of its own.
@@ -148,10 +149,20 @@ class SQLToolEnv:
         return self._answered
 
     def _reward_parts(self) -> dict[str, float]:
-        """The episode's reward so far by part. An episode the model stopped without answering
-        is scored as a wrong answer (its terminal part is `wrong_answer`)."""
-        terminal = self._terminal if self._done else self._config.reward.wrong_answer
-        return {"correctness": terminal, "progress": self._progress, "operational": self._operational}
+        """The episode's reward so far by part. An episode that ended without an ANSWER (the model
+        stopped calling tools, TRL's `max_tool_calling_iterations` cut it, or the step budget ran
+        out) is scored as a wrong answer and keeps its shaping's penalties but not its payments:
+        the shaping pays for exploration that leads to an answer. Were the payments kept,
+        exploring until the cut would out-earn a wrong answer given earlier, and a policy that
+        rarely answers correctly would learn to stop answering. So the same exploration scores
+        at least as much answered (wrongly) as unanswered."""
+        if not self._answered:
+            return {
+                "correctness": self._config.reward.wrong_answer,
+                "progress": min(self._progress, 0.0),
+                "operational": min(self._operational, 0.0),
+            }
+        return {"correctness": self._terminal, "progress": self._progress, "operational": self._operational}
 
     def _close(self) -> None:
         """End a server session (TRL never closes environments; only tools may be public)."""
