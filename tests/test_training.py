@@ -249,7 +249,7 @@ def test_an_unanswered_episode_scores_as_a_wrong_answer_without_its_shapings_pay
         assert parts["progress"] == 0.0
         assert parts["operational"] == min(env._operational, 0.0)
         assert env.get_reward() == pytest.approx(sum(parts.values()))
-    assert explored.get_reward() == env._config.reward.wrong_answer
+    assert explored.get_reward() == explored._config.reward.wrong_answer
     assert refused.get_reward() < explored.get_reward() < answered.get_reward()
     assert answered.get_reward() == pytest.approx(
         answered._config.reward.wrong_answer + answered._operational + answered._progress
