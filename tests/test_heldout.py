@@ -80,6 +80,15 @@ def test_an_unknown_loss_type_is_refused() -> None:
     assert load_config(REPO / "configs" / "smoke.yaml").grpo.loss_type == "dapo"
 
 
+def test_an_unknown_advantage_scaling_is_refused() -> None:
+    pytest.importorskip("yaml")
+    from sqlenv.training.config import load_config
+
+    with pytest.raises(ValueError, match=r"grpo\.scale_rewards: 'std' is not one of group, batch, none"):
+        load_config(REPO / "configs" / "smoke.yaml", {"grpo.scale_rewards": "std"})
+    assert load_config(REPO / "configs" / "smoke.yaml", {"grpo.scale_rewards": "none"}).grpo.scale_rewards == "none"
+
+
 def test_two_runs_curves_are_drawn_on_one_plot_and_a_run_without_one_is_named(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from typer.testing import CliRunner

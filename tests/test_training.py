@@ -92,10 +92,12 @@ def test_the_grpo_trainer_renders_the_evaluation_prompt(demo_dataset, tmp_path: 
             "dataset": "demo",
             "output_dir": str(tmp_path),
             "grpo.init_from": "smollm2-135m",
+            "grpo.scale_rewards": "none",
             "live.eval_every": 0,
         },
     )
     trainer = build_grpo_trainer(config)
+    assert trainer.scale_rewards == "none"  # the config's advantage scaling reaches TRL
     prompt = grpo_rows(demo_dataset, curriculum=["easy"], max_questions=1)[0]["prompt"]
     trainer._batch_environments = [None]  # what TRL sets per batch from the rows (one environment here)
     prompt_ids = trainer._tokenize_prompts([prompt])[0][0]
@@ -180,11 +182,36 @@ def test_rollout_diagnostics_sum_up_groups_answers_and_failed_calls(demo_dataset
     point = diagnostics.take()
     wrong = envs[0]._config.reward.wrong_answer
     assert point["groups_all_equal"] == 0.5
+    assert point["groups_correctness_all_equal"] == 0.5  # the correctness reward alone: the same groups
     assert point["group_reward_std"] == pytest.approx(abs(1.0 - wrong) / 2**0.5 / 2)  # stdev of {1, wrong}, halved
     assert point["answer_rate"] == 0.75
     assert point["tool_calls_per_rollout"] == (3 + 2 + 2 + 2) / 4
     assert point["failed_calls_per_rollout"] == (0 + 1 + 1 + 1) / 4
     assert diagnostics.take() == {}  # each step's rollouts are summed up once
+
+
+def test_rollout_diagnostics_tell_groups_alike_in_correctness_from_groups_alike_in_reward(demo_dataset) -> None:
+    """With the dense parts, two wrong rollouts still differ by their shaping (one failed call):
+    the whole reward separates them, correctness does not."""
+    from sqlenv.training.diagnostics import RolloutDiagnostics
+
+    record = _a_train_question(demo_dataset)
+    table = record.tables_involved[0]
+    diagnostics = RolloutDiagnostics(2, {"correctness": 1.0, "progress": 1.0, "operational": 1.0})
+    envs = [SQLToolEnv(demo_dataset, split="train") for _ in range(4)]
+    for env in envs:
+        env.reset(question_id=record.question_id)
+    envs[0].describe(table)  # group 1: both wrong, one after a refused query
+    envs[0].answer("certainly not the answer")
+    envs[1].query(f"DELETE FROM {table}")
+    envs[1].answer("certainly not the answer")
+    for action in _oracle_actions(record):  # group 2: right against wrong
+        _call(envs[2], action)
+    envs[3].answer("certainly not the answer")
+    diagnostics.record(envs)
+    point = diagnostics.take()
+    assert point["groups_all_equal"] == 0.0
+    assert point["groups_correctness_all_equal"] == 0.5
 
 
 def test_the_live_callback_writes_and_resumes_the_diagnostics(demo_dataset, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from sqlenv.agents.solved_examples import check_solved_examples_count
 from sqlenv.config import ANSWER_MODES, EnvConfig
 
 DIFFICULTIES = ("easy", "medium", "hard", "extra")
+SCALE_REWARDS = ("group", "batch", "none")  # TRL 1.16's scale_rewards values
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")  # TRL 1.16's
 # "auto": bf16 autocast only where the hardware computes in bfloat16 (`sqlenv.training.models`).
 Bf16Setting = bool | Literal["auto"]
@@ -76,6 +77,11 @@ class GRPOSection:
     # TRL's loss aggregation, always passed to TRL so a TRL with another default changes nothing.
     # "dapo": token losses normalised by the active tokens of the accumulated batch (no length bias).
     loss_type: str = "dapo"
+    # How TRL scales each rollout's advantage (its reward minus its group's mean): "group" divides by
+    # the group's standard deviation (TRL's default), "batch" by the step's, "none" not at all
+    # (Dr. GRPO). With the dense parts, a group whose rollouts are all wrong still differs by the
+    # shaping's hundredths; "group" scales those hundredths up to the size of a right answer's lead.
+    scale_rewards: str = "group"
     mask_truncated_completions: bool = False  # drop rollouts cut at max_completion_length from the loss
     temperature: float = 1.0
     curriculum: list[str] = field(default_factory=lambda: list(DIFFICULTIES))  # easy first
@@ -233,6 +239,10 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         raise ValueError(f"grpo.engine: {config.grpo.engine!r} is not one of auto, {', '.join(ENGINES)}")
     if config.grpo.loss_type not in LOSS_TYPES:
         raise ValueError(f"grpo.loss_type: {config.grpo.loss_type!r} is not one of {', '.join(LOSS_TYPES)}")
+    if config.grpo.scale_rewards not in SCALE_REWARDS:
+        raise ValueError(
+            f"grpo.scale_rewards: {config.grpo.scale_rewards!r} is not one of {', '.join(SCALE_REWARDS)}"
+        )
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})
     if unknown_rewards:
         raise ValueError(f"grpo.reward_weights: unknown part(s) {unknown_rewards}")

@@ -9,6 +9,8 @@ the episode's weighted reward, whether it answered, and its tool calls and faile
 (`SQLToolEnv` counts both). `take()` sums up what was recorded since the last call:
 
 - `groups_all_equal`: the fraction of groups whose rewards are all equal (no advantage signal);
+- `groups_correctness_all_equal`: the fraction of groups whose rollouts are all right or all
+  wrong: whatever advantage such a group gives comes from the shaping parts alone;
 - `group_reward_std`: the mean over groups of the reward's standard deviation within the group
   (the sample deviation, as TRL scales advantages by);
 - `answer_rate`: the fraction of rollouts that ended with an answer;
@@ -45,7 +47,10 @@ TRL_DIAGNOSTIC_KEYS = (
 
 # The plot's panels: a title and the (key, label) series drawn in it.
 DIAGNOSTIC_PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("groups with all rewards equal", (("groups_all_equal", "fraction of groups"),)),
+    (
+        "groups with all rewards equal",
+        (("groups_all_equal", "whole reward"), ("groups_correctness_all_equal", "correctness alone")),
+    ),
     ("reward std within groups", (("group_reward_std", "mean over groups"),)),
     ("KL to the reference", (("kl", "kl"),)),
     (
@@ -116,6 +121,7 @@ class RolloutDiagnostics:
                     "reward": sum(
                         self.reward_weights.get(name, 1.0) * value for name, value in parts.items()
                     ),
+                    "correctness": parts["correctness"],
                     "answered": float(env.answered),
                     "tool_calls": float(env.tool_calls),
                     "failed_calls": float(env.failed_calls),
@@ -128,21 +134,24 @@ class RolloutDiagnostics:
         """The diagnostics of every batch recorded since the last call (module docstring).
 
         Returns:
-            The five numbers; empty when nothing was recorded.
+            The six numbers; empty when nothing was recorded.
         """
         with self._lock:
             batches, self._batches = self._batches, []
         rollouts = [row for batch in batches for row in batch]
         if not rollouts:
             return {}
-        groups = [
-            [row["reward"] for row in batch[start : start + self.group_size]]
+        grouped = [
+            batch[start : start + self.group_size]
             for batch in batches
             for start in range(0, len(batch), self.group_size)
         ]
+        groups = [[row["reward"] for row in group] for group in grouped]
+        correctness = [[row["correctness"] for row in group] for group in grouped]
         count = len(rollouts)
         return {
             "groups_all_equal": sum(max(g) - min(g) < 1e-9 for g in groups) / len(groups),
+            "groups_correctness_all_equal": sum(max(g) - min(g) < 1e-9 for g in correctness) / len(groups),
             "group_reward_std": statistics.fmean(statistics.stdev(g) if len(g) > 1 else 0.0 for g in groups),
             "answer_rate": sum(row["answered"] for row in rollouts) / count,
             "tool_calls_per_rollout": sum(row["tool_calls"] for row in rollouts) / count,

@@ -185,6 +185,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         temperature=section.temperature,
         beta=section.beta,
         loss_type=section.loss_type,
+        scale_rewards=section.scale_rewards,
         mask_truncated_completions=section.mask_truncated_completions,
         reward_weights=[section.reward_weights.get(n, 1.0) for n in names],
         shuffle_dataset=False,  # the curriculum's order
