@@ -149,9 +149,13 @@ class RolloutDiagnostics:
         groups = [[row["reward"] for row in group] for group in grouped]
         correctness = [[row["correctness"] for row in group] for group in grouped]
         count = len(rollouts)
+
+        def share_alike(values: list[list[float]]) -> float:  # groups whose values are all equal
+            return sum(max(g) - min(g) < 1e-9 for g in values) / len(values)
+
         return {
-            "groups_all_equal": sum(max(g) - min(g) < 1e-9 for g in groups) / len(groups),
-            "groups_correctness_all_equal": sum(max(g) - min(g) < 1e-9 for g in correctness) / len(groups),
+            "groups_all_equal": share_alike(groups),
+            "groups_correctness_all_equal": share_alike(correctness),
             "group_reward_std": statistics.fmean(statistics.stdev(g) if len(g) > 1 else 0.0 for g in groups),
             "answer_rate": sum(row["answered"] for row in rollouts) / count,
             "tool_calls_per_rollout": sum(row["tool_calls"] for row in rollouts) / count,
