@@ -116,6 +116,53 @@ def test_two_runs_curves_are_drawn_on_one_plot_and_a_run_without_one_is_named(tm
     assert result.exit_code == 2 and "LABEL=RUN" in result.output
 
 
+def test_points_that_keep_their_solved_questions_are_paired_with_the_start_and_the_first_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+    from sqlenv.cli.common import console
+
+    monkeypatch.setattr(console, "width", 160)  # the table's cells unwrapped
+    from sqlenv.training.curves import curve_comparisons, heldout_points
+
+    def point(step: int, solved: list[int]) -> dict:
+        ids = [f"q{i}" for i in solved]
+        return {"step": step, "n": 60, "success": len(ids) / 60, "success_twin": 0.0, "success_new_sql": 0.0,
+                "mean_reward": 0.0, "format_error_rate": 0.0, "solved": ids}  # fmt: skip
+
+    start = list(range(1, 13))
+    runs = {
+        "dense": [point(0, start), point(10, [*range(1, 11), *range(20, 34)])],  # lost 11, 12; gained 20-33
+        "correctness": [point(0, start), point(10, list(range(1, 16))), point(20, [1])],
+    }
+    for name, points in runs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "heldout.json").write_text(json.dumps(points))
+    rows = {(r["run"], r["step"]): r for r in curve_comparisons({k: heldout_points(tmp_path / k) for k in runs})}
+    assert rows["dense", 0]["vs_start"] is None and rows["dense", 10]["vs_first"] is None  # nothing to pair
+    dense = rows["dense", 10]["vs_start"]
+    assert (dense.shared, dense.both, dense.only_first, dense.only_second) == (60, 10, 2, 14)
+    assert dense.mcnemar_p_value == pytest.approx(2 * (1 + 16 + 120) / 2**16)
+    alone = rows["correctness", 10]
+    assert (alone["vs_start"].only_first, alone["vs_start"].only_second) == (0, 3)
+    assert (alone["vs_first"].only_first, alone["vs_first"].only_second) == (14, 5)  # dense's 20-33; its 11-15
+    assert rows["correctness", 20]["vs_first"] is None  # dense has no step 20
+    assert rows["correctness", 0]["vs_first"].only_first == rows["correctness", 0]["vs_first"].only_second == 0
+    del runs["dense"][1]["solved"]  # a point written before points kept their questions: not paired
+    (tmp_path / "dense" / "heldout.json").write_text(json.dumps(runs["dense"]))
+    rows = {(r["run"], r["step"]): r for r in curve_comparisons({k: heldout_points(tmp_path / k) for k in runs})}
+    assert rows["dense", 10]["vs_start"] is None and rows["correctness", 10]["vs_first"] is None
+    result = CliRunner().invoke(
+        app, ["train", "curves", f"dense={tmp_path / 'dense'}", f"correctness={tmp_path / 'correctness'}",
+              "--out", str(tmp_path / "both.png")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "+3 (0/3, p 0.25)" in result.output and "-11 (11/0, p 0.00098)" in result.output
+
+
 def test_sqlenv_eval_plays_exactly_the_heldout_set(tmp_path: Path, spider_dir: Path, spider10) -> None:
     from typer.testing import CliRunner
 

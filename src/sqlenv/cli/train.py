@@ -4,11 +4,14 @@ several runs' held-out learning curves on one plot."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from sqlenv.cli.common import SpiderDirOption, console, fail, fail_without_extra, train_app
+
+if TYPE_CHECKING:
+    from sqlenv.evaluation.patterns import PairedSuccesses
 
 
 def require_training_extra(command: str) -> None:
@@ -87,9 +90,11 @@ def train_curves(
     ],
     out: Annotated[Path, typer.Option("--out", help="the PNG to write")] = Path("learning-curves.png"),
 ) -> None:
-    """Held-out learning curves of several runs on one plot (e.g. dense reward vs correctness alone)."""
+    """Held-out learning curves of several runs on one plot (e.g. dense reward vs correctness alone),
+    and a table of their points, each paired question by question with its run's start and with the
+    first run at the same step (McNemar's exact test)."""
     fail_without_extra("eval", "sqlenv train curves")
-    from sqlenv.training.curves import plot_heldout_curves
+    from sqlenv.training.curves import curve_comparisons, heldout_points, plot_heldout_curves
 
     labelled: dict[str, Path] = {}
     for item in runs:
@@ -99,6 +104,36 @@ def train_curves(
         labelled[label.strip()] = Path(run.strip())
     try:
         path = plot_heldout_curves(labelled, out)
+        points = {label: heldout_points(run) for label, run in labelled.items()}
     except FileNotFoundError as exc:
         fail(str(exc))
+    _print_curve_comparisons(curve_comparisons(points), first=next(iter(labelled)))
     console.print(f"learning curves of {', '.join(labelled)} written to {path}")
+
+
+def _paired_cell(pair: PairedSuccesses | None) -> str:
+    """`+6 (p 0.04)`: the change in questions solved, and McNemar's exact p; `-` when unpaired."""
+    if pair is None:
+        return "-"
+    return f"{pair.only_second - pair.only_first:+d} ({pair.only_first}/{pair.only_second}, p {pair.mcnemar_p_value:.2g})"
+
+
+def _print_curve_comparisons(rows: list[dict[str, Any]], first: str) -> None:
+    from rich.table import Table
+
+    table = Table(
+        title="held-out points; a change is questions solved (lost/gained, McNemar's exact p)",
+        caption="- : nothing to pair (the start itself, or points written without their solved questions)",
+    )
+    for column in ("run", "step", "success", "new SQL", "vs its start", f"vs {first} at this step"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for row in rows:
+        table.add_row(
+            row["run"],
+            str(row["step"]),
+            f"{row['success']:.0%} of {row['n']}",
+            f"{row['success_new_sql']:.0%}",
+            _paired_cell(row["vs_start"]),
+            _paired_cell(row["vs_first"]),
+        )
+    console.print(table)

@@ -1,7 +1,9 @@
 """Learning curves of several training runs on one plot: the held-out points each run's live
 callback wrote (`<run>/live/heldout.json`, `sqlenv.training.live`), side by side, so two runs of
 one config that differ in one setting (the dense reward against correctness alone, say) are
-compared on the same questions and steps."""
+compared on the same questions and steps. Points that keep the questions they solved are also
+compared question by question (`paired_points`, `curve_comparisons`): each point against its run's
+start, and each run against the first at the same step, with McNemar's exact test."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["heldout_points", "plot_heldout_curves", "success_band"]
+from sqlenv.evaluation.patterns import PairedSuccesses
+
+__all__ = ["curve_comparisons", "heldout_points", "paired_points", "plot_heldout_curves", "success_band"]
 
 
 def heldout_points(run: Path) -> list[dict[str, Any]]:
@@ -44,6 +48,58 @@ def success_band(points: list[dict[str, Any]]) -> tuple[list[float], list[float]
 
     bounds = [wilson_interval(round(p["success"] * p["n"]), int(p["n"])) for p in points]
     return [low for low, _ in bounds], [high for _, high in bounds]
+
+
+def paired_points(first: dict[str, Any], second: dict[str, Any]) -> PairedSuccesses | None:
+    """Two held-out points compared question by question.
+
+    Args:
+        first: a held-out point (`heldout_points`).
+        second: another point on the same held-out set (the same run, or a run of the same
+            `seed` and `live.heldout_questions`).
+
+    Returns:
+        How many questions both, only the first and only the second solved (with McNemar's
+        p-value); None when either point lacks its `solved` questions (written before points kept
+        them) or the two measured sets of different sizes.
+    """
+    if "solved" not in first or "solved" not in second or first["n"] != second["n"]:
+        return None
+    a, b = set(first["solved"]), set(second["solved"])
+    return PairedSuccesses(shared=int(first["n"]), both=len(a & b), only_first=len(a - b), only_second=len(b - a))
+
+
+def curve_comparisons(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every point of every run, with its change against the run's start and, for the runs after
+    the first, against the first run at the same step.
+
+    Args:
+        runs: label -> its held-out points in step order (`heldout_points`); the first run is the
+            one the others are compared with.
+
+    Returns:
+        One row per point: `run`, `step`, `n`, `success`, `success_new_sql`, `vs_start` and
+        `vs_first` (each a `PairedSuccesses`, or None where there is nothing to pair: the start
+        itself, the first run, a step the first run did not measure, or points without their
+        solved questions).
+    """
+    labels = list(runs)
+    first_by_step = {p["step"]: p for p in runs[labels[0]]} if labels else {}
+    rows = []
+    for label, points in runs.items():
+        for point in points:
+            start = points[0]
+            other = first_by_step.get(point["step"]) if label != labels[0] else None
+            rows.append({
+                "run": label,
+                "step": point["step"],
+                "n": point["n"],
+                "success": point["success"],
+                "success_new_sql": point["success_new_sql"],
+                "vs_start": paired_points(start, point) if point is not start else None,
+                "vs_first": paired_points(other, point) if other is not None else None,
+            })  # fmt: skip
+    return rows
 
 
 def plot_heldout_curves(runs: dict[str, Path], out: Path) -> Path:

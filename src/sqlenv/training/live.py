@@ -10,7 +10,7 @@ Under `<run dir>/live/`:
 - with `heldout_questions` N, the learning curve: a fixed, stratified set of N eval questions
   (`sqlenv.training.heldout`) played at the start (the model the run starts from), every
   `heldout_every` steps and at the end; each point (success overall, on twin and new-SQL
-  questions, mean reward, format-error rate) is appended to `heldout.json`, and
+  questions, mean reward, format-error rate, the questions solved) is appended to `heldout.json`, and
   `learning_curve.png` draws held-out success and mean reward against the training reward;
 - with `diagnostics` set (a GRPO run), per step: groups with all rewards equal, reward std within
   groups, KL, clipped ratios, completion length and truncation, tool calls and failed calls per
@@ -240,7 +240,8 @@ class LiveVisualizationCallback(TrainerCallback):
 
         Returns:
             The point: step, n, success, success on twin and on new-SQL questions, mean reward,
-            format-error rate.
+            format-error rate, and the questions solved (so two points, or two runs at one step,
+            are compared question by question: `sqlenv.training.curves.paired_points`).
         """
         from sqlenv.evaluation import NOT_IN_TRAIN, SEEN_IN_TRAIN
 
@@ -256,6 +257,7 @@ class LiveVisualizationCallback(TrainerCallback):
             "success_new_sql": overlap.get(NOT_IN_TRAIN, {}).get("success_rate", 0.0),
             "mean_reward": result.avg_reward,
             "format_error_rate": result.format_error_rate,
+            "solved": sorted(e.question_id for e in result.episodes if e.success),
         }
         self.heldout = [p for p in self.heldout if p["step"] != step] + [point]
         (self.dir / "heldout.json").write_text(json.dumps(self.heldout, indent=1), encoding="utf-8")
