@@ -362,3 +362,38 @@ def test_a_chat_policy_names_its_ranking_only_when_it_shows_examples(demo_datase
     shown = OpenAIPolicy("http://127.0.0.1:9", "m", example_dataset=demo_dataset, solved_examples=2)
     assert shown.examples_ranking == EXAMPLES_RANKING == "question+sql"
     assert OpenAIPolicy("http://127.0.0.1:9", "m", solved_examples=0).examples_ranking is None
+
+
+class _SamplingPolicy(_TextPolicy):
+    """A random player that declares how it decodes, as the language-model policies do."""
+
+    def __init__(self, seed: int, decoding: str) -> None:
+        super().__init__(seed, 256)
+        self.decoding = decoding
+
+
+def test_a_journal_is_refused_for_another_decoding_and_one_without_it_is_greedy(
+    demo_dataset, tmp_path: Path
+) -> None:
+    """Sampled episodes are other episodes than greedy ones: a greedy run is not continued by a
+    sampled one (nor at another temperature), and journals from before decoding was recorded
+    were greedy."""
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    journal = tmp_path / "j.jsonl"
+    result = evaluate(env, _SamplingPolicy(1, "temperature 1"), 3, seed=0, journal=journal)
+    assert result.decoding == "temperature 1"
+    before = journal.read_bytes()
+    for other in ("greedy", "temperature 0.7"):
+        with pytest.raises(ValueError, match=rf"decoding 'temperature 1' \(this run: '{other}'\)"):
+            evaluate(env, _SamplingPolicy(1, other), 3, seed=0, journal=journal)
+    assert journal.read_bytes() == before
+    greedy = tmp_path / "greedy.jsonl"
+    evaluate(env, _SamplingPolicy(1, "greedy"), 3, seed=0, journal=greedy)
+    lines = greedy.read_text().splitlines()  # as an older sqlenv wrote it: no decoding recorded
+    header = json.loads(lines[0])
+    del header["decoding"]
+    greedy.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert evaluate(env, _SamplingPolicy(1, "greedy"), 3, seed=0, journal=greedy).journal_episodes == 3
+    with pytest.raises(ValueError, match=r"decoding 'greedy' \(this run: 'temperature 1'\)"):
+        evaluate(env, _SamplingPolicy(1, "temperature 1"), 3, seed=0, journal=greedy)
+    assert evaluate(env, RandomPolicy(seed=1), 3, seed=0).decoding is None

@@ -114,6 +114,7 @@ def test_the_learning_curve_starts_at_the_start_model_on_the_same_heldout_questi
     curve = json.loads((live / "heldout.json").read_text())
     assert [p["step"] for p in curve][:2] == [0, 2]  # the start (the SFT model), then every 2 steps
     assert all(p["n"] == 4 and 0 <= p["success_new_sql"] <= 1 for p in curve)
+    assert all(len(set(p["solved"])) == round(p["success"] * p["n"]) for p in curve)  # paired later
     assert (live / "learning_curve.png").stat().st_size > 10_000
 
 

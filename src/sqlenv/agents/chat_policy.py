@@ -96,6 +96,17 @@ class ChatToolPolicy:
         self.last_format_error: str | None = None
         self._reply_cut_off = False  # set by `_reply()`: the last reply stopped at max_new_tokens
 
+    @property
+    def decoding(self) -> str:
+        """How replies are chosen: "greedy", or "temperature T" (sampled, seeded by the episode's
+        seed and the reply's turn). Evaluation journals and results record it: a sampled run is
+        another run than a greedy one. Subclasses set `temperature` (and `greedy`, where 0 is not
+        how they say greedy)."""
+        temperature = float(getattr(self, "temperature", 0.0))
+        if getattr(self, "greedy", False) or temperature == 0.0:
+            return "greedy"
+        return f"temperature {temperature:g}"
+
     def reset(self, observation: SQLObservation, seed: int) -> None:
         mode = answer_mode_of(observation)
         if self._examples is None or self._examples_mode != mode:

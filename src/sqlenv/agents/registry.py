@@ -49,12 +49,15 @@ class PolicySettings:
         solved_examples: solved train questions shown in every chat policy's prompt.
         engine: what generates local models' replies (`transformers`, `vllm`, `auto`;
             `sqlenv.agents.engines`).
+        temperature: sample every reply at this temperature (seeded per episode and reply);
+            None: greedy decoding.
     """
 
     device: str | None = None
     max_new_tokens: int | None = None
     solved_examples: int | None = None
     engine: str | None = None
+    temperature: float | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,7 @@ def _llm_policy(model: str, shots: int) -> PolicyBuilder:
         if pinned is not None:
             fetched_checkpoint(pinned)  # not fetched: say how, before anything plays
         settings = request.settings
+        sampling = {} if settings.temperature is None else {"greedy": False, "temperature": settings.temperature}
         return LLMPolicy(
             model,
             shots=shots,
@@ -219,6 +223,7 @@ def _llm_policy(model: str, shots: int) -> PolicyBuilder:
             max_new_tokens=settings.max_new_tokens,
             device=settings.device,
             engine=settings.engine,
+            **sampling,
         )
 
     return build
@@ -243,7 +248,8 @@ register_policy_resolver(
 
 
 def _openai_policy(request: PolicyRequest) -> Policy:
-    """`openai:<base_url>[#<model>]`: an OpenAI-compatible server, 0-shot, greedy (solved examples
+    """`openai:<base_url>[#<model>]`: an OpenAI-compatible server, 0-shot, greedy unless the settings
+    give a temperature (solved examples
     from the dataset's train split when $SQLENV_SOLVED_EXAMPLES asks for them)."""
     from sqlenv.agents.openai_policy import OpenAIPolicy
 
@@ -255,6 +261,7 @@ def _openai_policy(request: PolicyRequest) -> Policy:
         example_dataset=request.dataset,
         solved_examples=settings.solved_examples,
         max_new_tokens=settings.max_new_tokens,
+        temperature=settings.temperature or 0.0,
     )
 
 

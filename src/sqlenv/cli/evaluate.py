@@ -109,10 +109,11 @@ def _policy_settings(
     max_new_tokens: int | None,
     solved_examples: int | None = None,
     engine: str | None = None,
+    temperature: float | None = None,
 ) -> PolicySettings:
-    """`--device`, `--max-new-tokens`, `--solved-examples` and `--engine` as the settings every
-    language-model policy of the run is built with (a bad device or engine ends the command before
-    anything plays)."""
+    """`--device`, `--max-new-tokens`, `--solved-examples`, `--engine` and `--temperature` as the
+    settings every language-model policy of the run is built with (a bad device, engine or
+    temperature ends the command before anything plays)."""
     from sqlenv.agents.registry import PolicySettings
 
     if engine is not None:
@@ -132,8 +133,14 @@ def _policy_settings(
             fail(missing_extra_message("llm", "--device"))
         except ValueError as exc:
             fail(str(exc))
+    if temperature is not None and not temperature > 0:
+        fail(f"--temperature must be above 0 (greedy decoding is the default), got {temperature}")
     return PolicySettings(
-        device=device, max_new_tokens=max_new_tokens, solved_examples=solved_examples, engine=engine
+        device=device,
+        max_new_tokens=max_new_tokens,
+        solved_examples=solved_examples,
+        engine=engine,
+        temperature=temperature,
     )
 
 
@@ -162,8 +169,10 @@ def _run_policies(
     settings: PolicySettings | None = None,
     heldout: int | None = None,
     answer_mode: AnswerMode = AnswerMode.value,
+    samples: int = 1,
 ) -> list[EvaluationResult]:
-    """Evaluate each named policy on the same questions with the same seeds (one progress bar each)."""
+    """Evaluate each named policy on the same questions with the same seeds (one progress bar each);
+    with `samples` K, each question K times in a row, each episode with its own seed."""
     from contextlib import nullcontext
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -223,6 +232,9 @@ def _run_policies(
         except ValueError as exc:
             env.close()
             fail(str(exc))
+    if samples > 1:
+        chosen_ids = question_ids if question_ids is not None else [r.question_id for r in env.questions]
+        question_ids = [question_id for question_id in chosen_ids for _ in range(samples)]
     total = episodes if episodes is not None else len(question_ids or env.questions)
     results: list[EvaluationResult] = []
     try:
@@ -315,6 +327,24 @@ def _results_table(title: str, results: list[EvaluationResult], *, compare: bool
     return table
 
 
+def _print_pass_at_k(results: list[EvaluationResult], samples: int) -> None:
+    """Per policy: pass@K, and how many questions were solved in some samples but not all (the
+    ones a GRPO group of this policy's rollouts can learn from: `grpo.pass_rate_range`)."""
+    from sqlenv.evaluation.records import successes_by_question
+
+    for r in results:
+        counts = successes_by_question(r.episodes).values()
+        whole = [solved for solved, played in counts if played == samples]  # a stopped run: whole questions
+        if not whole:
+            continue
+        some = sum(solved >= 1 for solved in whole)
+        mixed = sum(0 < solved < samples for solved in whole)
+        console.print(
+            f"{r.policy}: pass@{samples} {some / len(whole):.3f} ({some} of {len(whole)} questions solved at "
+            f"least once); {mixed} solved in some samples but not all"
+        )
+
+
 def _print_written(files: ReportFiles) -> None:
     console.print(f"report written to {files.directory}: " + ", ".join(p.name for p in files.written))
     for note in files.skipped:
@@ -368,12 +398,31 @@ def eval_command(
             "(stratified by difficulty and twin / new SQL; the same for the same --seed)",
         ),
     ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(
+            help="sample language models' replies at this temperature (seeded by episode and turn) "
+            "instead of decoding greedily",
+            show_default=False,
+        ),
+    ] = None,
+    samples: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="play every question K times (each episode with its own seed; with --temperature, "
+            "K samples): success is then the mean over episodes, and pass@K and each question's "
+            "success count are reported",
+        ),
+    ] = 1,
 ) -> None:
     """Evaluate policies on a dataset split and print a table of results."""
     names = _policy_names(policy)
     if journal_only and journal is None:
         fail("--journal-only reports a journal's episodes: give --journal")
-    settings = _policy_settings(device, max_new_tokens, solved_examples, engine)
+    if samples > 1 and episodes is not None:
+        fail("--samples plays every question K times and --episodes samples the questions: give one of them")
+    settings = _policy_settings(device, max_new_tokens, solved_examples, engine, temperature)
     results = _run_policies(
         names,
         dataset,
@@ -390,6 +439,7 @@ def eval_command(
         settings=settings,
         heldout=heldout,
         answer_mode=answer_mode,
+        samples=samples,
     )
     console.print(
         _results_table(
@@ -398,6 +448,8 @@ def eval_command(
             results,
         )
     )
+    if samples > 1:
+        _print_pass_at_k(results, samples)
     for r in results:
         if r.planned_episodes:
             console.print(

@@ -8,10 +8,10 @@ are the ones an uninterrupted run would have played.
 
 The first line is a header naming the run (policy, dataset, split, seed, a digest of the episode
 plan, for a local model the fingerprint of its weights, `sqlenv.agents.model_identity`, and for a
-language model its per-reply token limit and how the solved examples in its prompt are ranked,
-`sqlenv.agents.solved_examples`); a journal from a different run is refused rather than mixed in: a model
-retrained into the same folder, given room for longer replies or shown other examples is another
-run. A last line cut short by a crash is ignored (that episode is played again).
+language model its per-reply token limit, how the solved examples in its prompt are ranked,
+`sqlenv.agents.solved_examples`, the engine, dtype and decoding); a journal from a different run is
+refused rather than mixed in: a model retrained into the same folder, given room for longer replies,
+shown other examples or sampled instead of decoded greedily is another run. A last line cut short by a crash is ignored (that episode is played again).
 
 A run that plays holds an exclusive lock on its journal (`fcntl.flock`, released by `close()` or
 when the process ends, however it ends). A second run started on the same journal is refused
@@ -44,6 +44,8 @@ JOURNAL_FORMAT = "sqlenv-episode-journal/1"
 LEGACY_MAX_NEW_TOKENS = 96
 # Journals written before the header recorded `engine` came from local models that transformers ran.
 LEGACY_ENGINE = "transformers"
+# Journals written before the header recorded `decoding` came from language models decoding greedily.
+LEGACY_DECODING = "greedy"
 # Journals written before the header recorded `examples_ranking` that showed solved examples ranked
 # them by the question alone.
 LEGACY_EXAMPLES_RANKING = "question"
@@ -75,6 +77,7 @@ class EpisodeJournal:
         examples_ranking: str | None = None,
         engine: str | None = None,
         dtype: str | None = None,
+        decoding: str | None = None,
         write: bool = True,
     ):
         self.path = Path(path)
@@ -96,6 +99,8 @@ class EpisodeJournal:
             # The dtype the model computed in, for the same reason: bfloat16 and float32 decide
             # near-ties differently, and `auto` picks by CPU, so machines of two kinds would differ.
             "dtype": dtype,  # None for policies that generate no text here
+            # "greedy" or "temperature T": sampled episodes are other episodes than greedy ones.
+            "decoding": decoding,  # None for policies that generate no text
         }
         self._lock = threading.Lock()
         self._held: IO[Any] | None = None
@@ -145,6 +150,8 @@ class EpisodeJournal:
             header["max_new_tokens"] = LEGACY_MAX_NEW_TOKENS
         if "engine" not in header and self.header["engine"] is not None:
             header["engine"] = LEGACY_ENGINE  # local models generated with transformers alone
+        if "decoding" not in header and self.header["decoding"] is not None:
+            header["decoding"] = LEGACY_DECODING
         if "dtype" not in header:  # not recorded then, so nothing to hold this run to
             header["dtype"] = self.header["dtype"]
         if "examples_ranking" not in header and re.search(r"-\d+solved$", str(header.get("policy"))):

@@ -119,6 +119,9 @@ class EvaluationResult:
     engine: str | None = None
     # The dtype its model computed in ("bfloat16", "float32"); None where `engine` is.
     dtype: str | None = None
+    # How a language-model policy chose its replies ("greedy", "temperature T"); None for
+    # policies that generate no text.
+    decoding: str | None = None
 
     @property
     def success_label(self) -> str:
@@ -188,6 +191,23 @@ def _grouped(
     return {name: group_stats(groups[name]) for name in sorted(groups, key=rank)}
 
 
+def successes_by_question(episodes: Sequence[EpisodeRecord]) -> dict[str, tuple[int, int]]:
+    """How often each question was solved, for runs that play a question several times (`sqlenv
+    eval --samples K`): its sampled success rate, and pass@K (solved at least once).
+
+    Args:
+        episodes: the episodes of a run.
+
+    Returns:
+        question_id -> (episodes that succeeded, episodes played), in the order questions first appear.
+    """
+    counts: dict[str, tuple[int, int]] = {}
+    for e in episodes:
+        solved, played = counts.get(e.question_id, (0, 0))
+        counts[e.question_id] = (solved + e.success, played + 1)
+    return counts
+
+
 def summarise(
     policy: str,
     dataset: str,
@@ -202,6 +222,7 @@ def summarise(
     finished_after_gap: int = 0,
     engine: str | None = None,
     dtype: str | None = None,
+    decoding: str | None = None,
 ) -> EvaluationResult:
     """An `EvaluationResult` from episode records (overall and by difficulty, type, database).
 
@@ -245,4 +266,5 @@ def summarise(
         finished_after_gap=finished_after_gap,
         engine=engine,
         dtype=dtype,
+        decoding=decoding,
     )

@@ -67,7 +67,7 @@ def evaluate(
     `journal` (a JSON-lines file, `sqlenv.evaluation.journal`) records each episode as it finishes; given the
     journal of an unfinished run with the same policy name, dataset, split, seed and episodes (and,
     for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
-    `max_new_tokens`, `examples_ranking`, `engine` and `dtype`), the run continues: the recorded episodes are loaded
+    `max_new_tokens`, `examples_ranking`, `engine`, `dtype` and `decoding`), the run continues: the recorded episodes are loaded
     (and passed to `on_episode` first), only the others are played. A run that plays holds the journal's lock
     until it returns: a second one started on the same journal meanwhile is refused
     (`sqlenv.evaluation.journal.JournalInUse`).
@@ -105,6 +105,7 @@ def evaluate(
             examples_ranking=getattr(policy, "examples_ranking", None),
             engine=getattr(policy, "engine", None),
             dtype=getattr(policy, "dtype", None),
+            decoding=getattr(policy, "decoding", None),
             write=play,  # a report of the results so far only reads it
         )
         done = {index: with_train_overlap(e, env.dataset) for index, e in opened.done.items()}
@@ -154,6 +155,7 @@ def evaluate(
             finished_after_gap=after_gap,
             engine=getattr(policy, "engine", None),
             dtype=getattr(policy, "dtype", None),
+            decoding=getattr(policy, "decoding", None),
         )
     finally:
         if opened is not None:

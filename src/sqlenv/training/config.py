@@ -89,6 +89,12 @@ class GRPOSection:
     # to its size, easy first (`grpo_rows(fit_to=...)`); False: the levels in full, one after
     # another, so a run shorter than the curriculum never leaves its first levels.
     curriculum_fit: bool = False
+    # A results.json of `sqlenv eval --split train --temperature T --samples K` with the model the
+    # run starts from: only the train questions whose pass rate there lies in `pass_rate_range`
+    # are trained on (`training.pass_rates`), in curriculum order; fewer than the run reads are
+    # read again. None: every train question.
+    pass_rates_from: str | None = None
+    pass_rate_range: list[float] = field(default_factory=lambda: [0.0, 1.0])
     max_questions: int | None = None
     reward_weights: dict[str, float] = field(
         default_factory=lambda: {"correctness": 1.0, "progress": 1.0, "operational": 1.0}
@@ -243,6 +249,14 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         raise ValueError(
             f"grpo.scale_rewards: {config.grpo.scale_rewards!r} is not one of {', '.join(SCALE_REWARDS)}"
         )
+    rate_range = config.grpo.pass_rate_range
+    if (
+        not isinstance(rate_range, list)
+        or len(rate_range) != 2
+        or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in rate_range)
+        or not 0 <= rate_range[0] <= rate_range[1] <= 1
+    ):
+        raise ValueError(f"grpo.pass_rate_range: expected [low, high] with 0 <= low <= high <= 1, got {rate_range!r}")
     unknown_rewards = sorted(set(config.grpo.reward_weights) - {"correctness", "progress", "operational"})
     if unknown_rewards:
         raise ValueError(f"grpo.reward_weights: unknown part(s) {unknown_rewards}")

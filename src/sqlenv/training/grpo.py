@@ -38,13 +38,15 @@ def grpo_rows(
     solved_examples: int = 0,
     config: EnvConfig | None = None,
     fit_to: int | None = None,
+    keep: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Training rows in curriculum order: {"prompt": [system, question], "question_id", "difficulty"}.
     With `solved_examples` N, the question message shows the N most similar solved train questions;
     `config` is the environment the rollouts play (its answer mode is in the system message).
     `fit_to` is how many questions the run will read: when that is fewer than the curriculum holds,
     each level keeps only its share in proportion to its size (`proportional_shares`), so a short
-    run still reaches every level, easy first, instead of spending all its steps on the first."""
+    run still reaches every level, easy first, instead of spending all its steps on the first.
+    `keep`: only these questions (those in the run's pass-rate range, `training.pass_rates`)."""
     from sqlenv.agents.prompts import question_message, system_message
     from sqlenv.agents.solved_examples import SolvedExamples
     from sqlenv.env.environment import SQLEnvironment
@@ -56,6 +58,8 @@ def grpo_rows(
     for level in curriculum:
         levels[level] = [r for r in dataset.split(split) if r.difficulty == level and not r.empty_gold]
         rng.shuffle(levels[level])
+        if keep is not None:  # after the shuffle: the kept questions in the order of the whole
+            levels[level] = [r for r in levels[level] if r.question_id in keep]
     if fit_to is not None and fit_to < sum(len(records) for records in levels.values()):
         shares = proportional_shares({level: len(records) for level, records in levels.items()}, fit_to)
         levels = {level: records[: shares[level]] for level, records in levels.items()}
@@ -133,6 +137,24 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
             f"for {config.solved_examples}: GRPO would train it on a prompt it has not learnt "
             f"(set solved_examples: {trained_with}, or run SFT with the config's)"
         )
+    keep = None
+    if section.pass_rates_from:
+        from sqlenv.training.pass_rates import questions_in_pass_rate_range
+
+        low, high = section.pass_rate_range
+        keep, counts = questions_in_pass_rate_range(
+            section.pass_rates_from, dataset=dataset.name, answer_mode=config.answer_mode, low=low, high=high
+        )
+        if not keep:
+            raise ValueError(
+                f"grpo.pass_rates_from: none of the {counts['questions']} questions in {section.pass_rates_from} "
+                f"has a pass rate in [{low}, {high}] ({counts['below']} below, {counts['above']} above)"
+            )
+        if console is not None:
+            console.print(
+                f"pass rates from {section.pass_rates_from}: {counts['kept']} of {counts['questions']} "
+                f"train questions in [{low}, {high}] ({counts['below']} below, {counts['above']} above)"
+            )
     tokenizer, model = load_trainable(init)
     tokenizer.padding_side = "left"
     rows = grpo_rows(
@@ -143,6 +165,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         solved_examples=config.solved_examples,
         config=config.env_config,
         fit_to=section.questions_read() if section.curriculum_fit else None,
+        keep=keep,
     )
     if console is not None:
         levels = Counter(row["difficulty"] for row in rows)

@@ -70,11 +70,16 @@ def write_report(result: EvaluationResult, directory: str | Path) -> ReportFiles
 
 @dataclass(frozen=True)
 class SavedResults:
-    """The episodes of a results.json that a report wrote, with the policy that played them."""
+    """The episodes of a results.json that a report wrote, with the policy that played them, and
+    where and how: the dataset and split, and the decoding ("greedy", "temperature T"; None for
+    policies that generate no text, and for results written before it was recorded)."""
 
     path: Path
     policy: str
     episodes: list[EpisodeRecord]
+    dataset: str = "?"
+    split: str = "?"
+    decoding: str | None = None
 
 
 def read_results(path: str | Path) -> SavedResults:
@@ -102,4 +107,11 @@ def read_results(path: str | Path) -> SavedResults:
             raise ValueError(
                 f"{source}: episode {episode.question_id!r} has an action or error that is not text"
             )
-    return SavedResults(source, str(data.get("policy", "?")), episodes)
+    return SavedResults(
+        source,
+        str(data.get("policy", "?")),
+        episodes,
+        dataset=str(data.get("dataset", "?")),
+        split=str(data.get("split", "?")),
+        decoding=data.get("decoding"),
+    )

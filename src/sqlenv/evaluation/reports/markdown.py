@@ -73,6 +73,7 @@ def summary_markdown(result: EvaluationResult) -> str:
         f"{result.n_episodes} episodes, seed {result.seed}, backend {result.backend}, "
         + (f"replies generated with {result.engine}" if result.engine else "")
         + (f" in {result.dtype}" if result.engine and result.dtype else "")
+        + (f", {result.decoding}" if result.engine and result.decoding else "")
         + (", " if result.engine else "")
         + f"{timing}. Format errors: share of actions whose policy output could not be parsed."
         + (
