@@ -5,8 +5,9 @@ started on the row's question. The prompt is the evaluation prompt (system messa
 message of `sqlenv.agents.local_policy`, tools from `sqlenv.agents.tools.TOOLS` in that order:
 `present_tools_in_evaluation_order`), so the model trains on what it is evaluated on. Rewards are
 the three parts of the episode reward as separate reward functions (weights in the config; 1, 1, 1
-is the environment's own total). The curriculum orders the train questions by difficulty (easy
-first) and the trainer reads them in that order.
+is the environment's own total). The curriculum orders the train questions (all of them, or those
+whose sampled pass rate lies in `grpo.pass_rate_range`: `sqlenv.training.pass_rates`) by
+difficulty (easy first) and the trainer reads them in that order.
 
 `grpo.engine` chooses what generates the rollouts: TRL's colocated vLLM (`vllm`; on a CPU with
 the adjustments of `sqlenv.training.vllm_colocate`) or the trained model through transformers
