@@ -48,6 +48,10 @@ def test_the_preset_loads_with_a_tool_calling_template(policy: LLMPolicy) -> Non
             '<tool_call>\n{"name": "query", "arguments": {"table": "x"}}\n</tool_call>',
             "needs the argument 'sql'",
         ),
+        # JSON that is no object between the tags (a sampled Qwen reply once ended an evaluation)
+        ("<tool_call>\nnull\n</tool_call>", "not a JSON object with a name and arguments: None"),
+        ('<tool_call>\n["describe", "t"]\n</tool_call>', "not a JSON object with a name and arguments"),
+        ('<tool_call>\n"describe"\n</tool_call>', "not a JSON object with a name and arguments: 'describe'"),
     ],
 )
 def test_replies_that_are_not_valid_tool_calls_are_format_errors(

@@ -346,9 +346,13 @@ class LLMPolicy(ChatToolPolicy):
             parsed = self.loaded.tokenizer.parse_response(text, prefix="")
         except Exception as exc:  # the parser's errors are not a stable type across versions
             parsed, problem = {}, f"unreadable reply: {exc}"
-        calls = parsed.get("tool_calls") or []
-        if calls:
-            function = calls[0].get("function", {})
+        calls = parsed.get("tool_calls") if isinstance(parsed, dict) else None
+        if calls and isinstance(calls, list):
+            # The schema parses whatever JSON sits between the tags: `null`, a list or a string
+            # arrive as the call's "function"; they are format errors, not calls.
+            function = calls[0].get("function") if isinstance(calls[0], dict) else None
+            if not isinstance(function, dict):
+                return None, f"the tool call is not a JSON object with a name and arguments: {function!r}"
             name, arguments = function.get("name", ""), function.get("arguments")
         else:
             found = json_tool_call(text)
