@@ -249,8 +249,8 @@ register_policy_resolver(
 
 def _openai_policy(request: PolicyRequest) -> Policy:
     """`openai:<base_url>[#<model>]`: an OpenAI-compatible server, 0-shot, greedy unless the settings
-    give a temperature (solved examples
-    from the dataset's train split when $SQLENV_SOLVED_EXAMPLES asks for them)."""
+    give a temperature (solved examples from the dataset's train split when $SQLENV_SOLVED_EXAMPLES
+    asks for them)."""
     from sqlenv.agents.openai_policy import OpenAIPolicy
 
     base_url, _, model = request.argument.partition("#")
