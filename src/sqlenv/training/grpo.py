@@ -47,7 +47,10 @@ def grpo_rows(
     `fit_to` is how many questions the run will read: when that is fewer than the curriculum holds,
     each level keeps only its share in proportion to its size (`proportional_shares`), so a short
     run still reaches every level, easy first, instead of spending all its steps on the first.
-    `keep`: only these questions (those in the run's pass-rate range, `training.pass_rates`)."""
+    `keep`: only these questions (those in the run's pass-rate range, `training.pass_rates`). When
+    `fit_to` is more than the questions there are, they are repeated in order up to it: TRL's
+    sampler would read them again too, but leaves out an epoch's last question when the count is
+    not a multiple of the questions per step."""
     from sqlenv.agents.prompts import question_message, system_message
     from sqlenv.agents.solved_examples import SolvedExamples
     from sqlenv.env.environment import SQLEnvironment
@@ -75,6 +78,8 @@ def grpo_rows(
                     "difficulty": record.difficulty,
                 }
             )
+    if fit_to is not None and rows and len(rows) < fit_to:
+        rows = [rows[index % len(rows)] for index in range(fit_to)]
     return rows[:max_questions] if max_questions is not None else rows
 
 
@@ -169,9 +174,10 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
         keep=keep,
     )
     if console is not None:
-        levels = Counter(row["difficulty"] for row in rows)
+        distinct = {row["question_id"]: row["difficulty"] for row in rows}
+        levels = Counter(distinct.values())
         console.print(
-            f"GRPO from {init}: {len(rows)} train questions "
+            f"GRPO from {init}: {len(distinct)} train questions "
             f"({', '.join(f'{level} {levels[level]}' for level in section.curriculum)}), "
             f"{section.max_steps} steps x {section.questions_per_step()} question(s) x "
             f"{section.num_generations} rollouts, {section.batch_size} rollouts per pass"
