@@ -11,7 +11,8 @@ plan, for a local model the fingerprint of its weights, `sqlenv.agents.model_ide
 language model its per-reply token limit, how the solved examples in its prompt are ranked,
 `sqlenv.agents.solved_examples`, the engine, dtype and decoding); a journal from a different run is
 refused rather than mixed in: a model retrained into the same folder, given room for longer replies,
-shown other examples or sampled instead of decoded greedily is another run. A last line cut short by a crash is ignored (that episode is played again).
+shown other examples or sampled instead of decoded greedily is another run. A last line cut short
+by a crash is ignored (that episode is played again).
 
 A run that plays holds an exclusive lock on its journal (`fcntl.flock`, released by `close()` or
 when the process ends, however it ends). A second run started on the same journal is refused
