@@ -123,9 +123,8 @@ def test_points_that_keep_their_solved_questions_are_paired_with_the_start_and_t
     from typer.testing import CliRunner
 
     from sqlenv.cli import app
-    from sqlenv.cli.common import console
 
-    monkeypatch.setattr(console, "width", 160)  # the table's cells unwrapped
+    monkeypatch.setenv("COLUMNS", "200")  # the table's cells unwrapped
     from sqlenv.training.curves import curve_comparisons, heldout_points
 
     def point(step: int, solved: list[int]) -> dict:
