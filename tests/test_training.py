@@ -236,11 +236,14 @@ def test_the_live_callback_writes_and_resumes_the_diagnostics(demo_dataset, tmp_
             env.describe(record.tables_involved[0])
         callback.diagnostics.record(envs)
         state.global_step = step
-        callback.on_log(None, state, None, logs={"reward": 0.1, "loss": 0.2, "kl": 0.01 * step, "entropy": 0.5})
+        logs = {"reward": 0.1, "loss": 0.2, "kl": 0.01 * step, "entropy": 0.5, "grad_norm": 0.3, "step_time": 140.0}
+        callback.on_log(None, state, None, logs={**logs, "rewards/reward_correctness/mean": 0.25})
     callback.on_log(None, state, None, logs={"train_runtime": 12.0})  # the run's summary: not a step
     saved = json.loads((tmp_path / "live" / "diagnostics.json").read_text())
     assert [p["step"] for p in saved] == [1, 2]
     assert saved[1]["kl"] == 0.02 and saved[1]["groups_all_equal"] == 1.0 and saved[1]["answer_rate"] == 0.0
+    assert (saved[1]["reward"], saved[1]["rewards/reward_correctness/mean"]) == (0.1, 0.25)
+    assert (saved[1]["grad_norm"], saved[1]["step_time"]) == (0.3, 140.0) and "loss" not in saved[1]
     assert imread(tmp_path / "live" / "diagnostics.png").shape[1] == 4 * 420
     resumed = LiveVisualizationCallback(config, tmp_path, tokenizer=None, phase="grpo", play_episodes=False)
     resumed.on_train_begin(None, TrainerState(global_step=1), None)  # the checkpoint of step 1

@@ -1,5 +1,6 @@
 """`sqlenv train sft` and `sqlenv train grpo`: TRL training from a YAML config; `sqlenv train curves`:
-several runs' held-out learning curves on one plot."""
+several runs' held-out learning curves on one plot; `sqlenv train diagnostics`: a run's per-step
+diagnostics by blocks of steps."""
 
 from __future__ import annotations
 
@@ -109,6 +110,48 @@ def train_curves(
         fail(str(exc))
     _print_curve_comparisons(curve_comparisons(points), first=next(iter(labelled)))
     console.print(f"learning curves of {', '.join(labelled)} written to {path}")
+
+
+@train_app.command("diagnostics")
+def train_diagnostics(
+    run: Annotated[Path, typer.Argument(help="a GRPO run directory (runs/x/grpo) or its diagnostics.json")],
+    every: Annotated[int, typer.Option("--every", min=1, help="steps per block")] = 10,
+    markdown: Annotated[bool, typer.Option("--markdown", help="print the table as Markdown")] = False,
+) -> None:
+    """A GRPO run's per-step diagnostics summed up by blocks of steps: the training reward and its
+    correctness, answer rate, tool calls and failed calls, reward spread within groups, groups all
+    right or all wrong, completion length and truncation, entropy, KL, clipping, gradient norm and
+    step time (each the mean over the block's steps; - where the run did not record it)."""
+    from sqlenv.training.diagnostics import BLOCK_COLUMNS, block_means, diagnostic_points
+
+    try:
+        rows = block_means(diagnostic_points(run), every)
+    except (FileNotFoundError, ValueError) as exc:
+        fail(str(exc))
+    if not rows:
+        fail(f"{run} records no step yet")
+    headers = ["steps", *(header for _, header, _ in BLOCK_COLUMNS)]
+    cells = [
+        [
+            f"{row['first']}–{row['last']}" if row["last"] > row["first"] else str(row["first"]),
+            *("-" if row[key] is None else f"{row[key]:.{decimals}f}" for key, _, decimals in BLOCK_COLUMNS),
+        ]
+        for row in rows
+    ]
+    if markdown:
+        print("| " + " | ".join(headers) + " |")
+        print("|---" + "|---:" * (len(headers) - 1) + "|")
+        for line in cells:
+            print("| " + " | ".join(line) + " |")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{run}: means over blocks of {every} steps")
+    for header in headers:
+        table.add_column(header, justify="left" if header == "steps" else "right")
+    for line in cells:
+        table.add_row(*line)
+    console.print(table)
 
 
 def _paired_cell(pair: PairedSuccesses | None) -> str:

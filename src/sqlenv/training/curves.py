@@ -13,7 +13,34 @@ from typing import Any
 
 from sqlenv.evaluation.patterns import PairedSuccesses
 
-__all__ = ["curve_comparisons", "heldout_points", "paired_points", "plot_heldout_curves", "success_band"]
+__all__ = [
+    "curve_comparisons",
+    "heldout_points",
+    "live_points",
+    "paired_points",
+    "plot_heldout_curves",
+    "success_band",
+]
+
+
+def live_points(run: Path, filename: str, missing: str) -> list[dict[str, Any]]:
+    """The points a run's live callback wrote to `<run>/live/<filename>`.
+
+    Args:
+        run: a GRPO run directory (`runs/x/grpo`), its `live` folder, or the file itself.
+        filename: `heldout.json` or `diagnostics.json`.
+        missing: why a run may lack the file, for the error.
+
+    Returns:
+        The points in step order.
+
+    Raises:
+        FileNotFoundError: no such file there.
+    """
+    for candidate in (run, run / filename, run / "live" / filename):
+        if candidate.is_file():
+            return sorted(json.loads(candidate.read_text(encoding="utf-8")), key=lambda p: p["step"])
+    raise FileNotFoundError(f"no {filename} in {run} ({missing})")
 
 
 def heldout_points(run: Path) -> list[dict[str, Any]]:
@@ -28,10 +55,7 @@ def heldout_points(run: Path) -> list[dict[str, Any]]:
     Raises:
         FileNotFoundError: no `heldout.json` there (the run measured no held-out set).
     """
-    for candidate in (run, run / "heldout.json", run / "live" / "heldout.json"):
-        if candidate.is_file():
-            return sorted(json.loads(candidate.read_text(encoding="utf-8")), key=lambda p: p["step"])
-    raise FileNotFoundError(f"no heldout.json in {run} (set live.heldout_questions in the run's config)")
+    return live_points(run, "heldout.json", "set live.heldout_questions in the run's config")
 
 
 def success_band(points: list[dict[str, Any]]) -> tuple[list[float], list[float]]:

@@ -19,8 +19,10 @@ the episode's weighted reward, whether it answered, and its tool calls and faile
   table that does not exist).
 
 The live callback (`sqlenv.training.live`) adds these to TRL's own logged numbers for the step
-(`kl`, `clip_ratio/*`, `completions/mean_length`, `completions/clipped_ratio`, `entropy`) and
-writes them to `diagnostics.json` and `diagnostics.png` (`DIAGNOSTIC_PANELS`).
+(`kl`, `clip_ratio/*`, `completions/mean_length`, `completions/clipped_ratio`, `entropy`; and the
+training reward, its correctness part, the gradient norm and the step's wall time) and writes them
+to `diagnostics.json` and `diagnostics.png` (`DIAGNOSTIC_PANELS`). `diagnostic_points` reads them
+back and `block_means` sums a run up by blocks of steps (`sqlenv train diagnostics`).
 """
 
 from __future__ import annotations
@@ -29,9 +31,20 @@ import functools
 import statistics
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["DIAGNOSTIC_PANELS", "TRL_DIAGNOSTIC_KEYS", "RolloutDiagnostics"]
+from sqlenv.training.curves import live_points
+
+__all__ = [
+    "BLOCK_COLUMNS",
+    "DIAGNOSTIC_PANELS",
+    "TRL_DIAGNOSTIC_KEYS",
+    "TRL_STEP_KEYS",
+    "RolloutDiagnostics",
+    "block_means",
+    "diagnostic_points",
+]
 
 # TRL's own per-step numbers that the diagnostics plot draws (GRPOTrainer's logged metric names).
 TRL_DIAGNOSTIC_KEYS = (
@@ -44,6 +57,11 @@ TRL_DIAGNOSTIC_KEYS = (
     "completions/clipped_ratio",
     "entropy",
 )
+
+# TRL's logged numbers of a step that a run's summary shows beside the diagnostics (`block_means`):
+# the training reward, its correctness part (the reward function's logged mean), the update's
+# gradient norm and the step's wall time.
+TRL_STEP_KEYS = ("reward", "rewards/reward_correctness/mean", "grad_norm", "step_time")
 
 # The plot's panels: a title and the (key, label) series drawn in it.
 DIAGNOSTIC_PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
@@ -69,6 +87,71 @@ DIAGNOSTIC_PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ),
     ("answer rate", (("answer_rate", "rollouts that answered"),)),
 )
+
+
+# The columns of a run's summary by blocks of steps: (key, header, decimals).
+BLOCK_COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("reward", "training reward", 3),
+    ("rewards/reward_correctness/mean", "correctness", 3),
+    ("answer_rate", "rollouts that answered", 2),
+    ("tool_calls_per_rollout", "tool calls / rollout", 2),
+    ("failed_calls_per_rollout", "failed calls / rollout", 2),
+    ("group_reward_std", "reward std in a group", 3),
+    ("groups_correctness_all_equal", "groups all right or all wrong", 2),
+    ("completions/mean_length", "completion tokens", 0),
+    ("completions/clipped_ratio", "truncated", 2),
+    ("entropy", "entropy", 2),
+    ("kl", "KL", 4),
+    ("clip_ratio/region_mean", "clipped", 3),
+    ("grad_norm", "gradient norm", 3),
+    ("step_time", "seconds / step", 0),
+)
+
+
+def diagnostic_points(run: Path) -> list[dict[str, float]]:
+    """The per-step diagnostics of a GRPO run.
+
+    Args:
+        run: a GRPO run directory (`runs/x/grpo`), its `live` folder, or a `diagnostics.json` file.
+
+    Returns:
+        The points in step order.
+
+    Raises:
+        FileNotFoundError: no `diagnostics.json` there.
+    """
+    return live_points(run, "diagnostics.json", "a GRPO run writes it to <run>/live")
+
+
+def block_means(points: list[dict[str, float]], every: int) -> list[dict[str, Any]]:
+    """A run summed up by blocks of steps (1 to `every`, then `every` + 1 to 2 x `every`, ...):
+    the mean over the block's steps of each `BLOCK_COLUMNS` number.
+
+    Args:
+        points: per-step diagnostics (`diagnostic_points`).
+        every: steps per block, at least 1.
+
+    Returns:
+        One row per block with a step: `first` and `last` (the block's first and last recorded
+        steps), `steps` (how many were recorded) and each column's key, None where no step of the
+        block recorded it (points written before the key was).
+
+    Raises:
+        ValueError: `every` below 1.
+    """
+    if every < 1:
+        raise ValueError(f"a block is at least 1 step, got {every}")
+    blocks: dict[int, list[dict[str, float]]] = {}
+    for point in points:
+        blocks.setdefault((int(point["step"]) - 1) // every, []).append(point)
+    rows = []
+    for _, block in sorted(blocks.items()):
+        row: dict[str, Any] = {"first": int(block[0]["step"]), "last": int(block[-1]["step"]), "steps": len(block)}
+        for key, _, _ in BLOCK_COLUMNS:
+            values = [point[key] for point in block if point.get(key) is not None]
+            row[key] = statistics.fmean(values) if values else None
+        rows.append(row)
+    return rows
 
 
 class RolloutDiagnostics:

@@ -147,11 +147,11 @@ class LiveVisualizationCallback(TrainerCallback):
         Returns:
             The step's point.
         """
-        from sqlenv.training.diagnostics import TRL_DIAGNOSTIC_KEYS
+        from sqlenv.training.diagnostics import TRL_DIAGNOSTIC_KEYS, TRL_STEP_KEYS
 
         assert self.diagnostics is not None
         point: dict[str, float] = {"step": step, **self.diagnostics.take()}
-        point.update({key: float(logs[key]) for key in TRL_DIAGNOSTIC_KEYS if key in logs})
+        point.update({key: float(logs[key]) for key in TRL_DIAGNOSTIC_KEYS + TRL_STEP_KEYS if key in logs})
         self.diagnostic_points = [p for p in self.diagnostic_points if p["step"] != step] + [point]
         (self.dir / "diagnostics.json").write_text(json.dumps(self.diagnostic_points, indent=1), encoding="utf-8")
         if self.live.plot_every and step % self.live.plot_every == 0:
