@@ -141,6 +141,7 @@ def test_points_that_keep_their_solved_questions_are_paired_with_the_start_and_t
         (tmp_path / name).mkdir()
         (tmp_path / name / "heldout.json").write_text(json.dumps(points))
     rows = {(r["run"], r["step"]): r for r in curve_comparisons({k: heldout_points(tmp_path / k) for k in runs})}
+    assert rows["dense", 0]["answer_rate"] is None and rows["dense", 0]["mean_reward"] == 0.0  # not recorded
     assert rows["dense", 0]["vs_start"] is None and rows["dense", 10]["vs_first"] is None  # nothing to pair
     dense = rows["dense", 10]["vs_start"]
     assert (dense.shared, dense.both, dense.only_first, dense.only_second) == (60, 10, 2, 14)
@@ -160,6 +161,7 @@ def test_points_that_keep_their_solved_questions_are_paired_with_the_start_and_t
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "+3 (0/3, p 0.25)" in result.output and "-11 (11/0, p 0.00098)" in result.output
+    assert "mean reward" in result.output and "answered" in result.output
 
 
 def test_sqlenv_eval_plays_exactly_the_heldout_set(tmp_path: Path, spider_dir: Path, spider10) -> None:

@@ -115,6 +115,12 @@ def test_the_learning_curve_starts_at_the_start_model_on_the_same_heldout_questi
     assert [p["step"] for p in curve][:2] == [0, 2]  # the start (the SFT model), then every 2 steps
     assert all(p["n"] == 4 and 0 <= p["success_new_sql"] <= 1 for p in curve)
     assert all(len(set(p["solved"])) == round(p["success"] * p["n"]) for p in curve)  # paired later
+    for point in curve:  # each point's episodes, as `sqlenv eval --json` writes them
+        episodes = json.loads((live / f"heldout-step{point['step']}.json").read_text())["episodes"]
+        assert sorted(e["question_id"] for e in episodes if e["success"]) == point["solved"]
+        answered = [e for e in episodes if not e["verdict"].startswith("no answer")]
+        assert point["answer_rate"] == len(answered) / len(episodes) == len(answered) / point["n"]
+        assert point["mean_steps"] == sum(e["steps"] for e in episodes) / len(episodes)
     assert (live / "learning_curve.png").stat().st_size > 10_000
 
 

@@ -166,9 +166,11 @@ def _print_curve_comparisons(rows: list[dict[str, Any]], first: str) -> None:
 
     table = Table(
         title="held-out points; a change is questions solved (lost/gained, McNemar's exact p)",
-        caption="- : nothing to pair (the start itself, or points written without their solved questions)",
+        caption="- : nothing to pair (the start itself, or points written without their solved questions), "
+        "or not recorded (points written before they kept it)",
     )
-    for column in ("run", "step", "success", "new SQL", "vs its start", f"vs {first} at this step"):
+    columns = ("run", "step", "success", "new SQL", "mean reward", "answered", "vs its start", f"vs {first} at this step")
+    for column in columns:
         table.add_column(column, justify="left" if column == "run" else "right")
     for row in rows:
         table.add_row(
@@ -176,6 +178,8 @@ def _print_curve_comparisons(rows: list[dict[str, Any]], first: str) -> None:
             str(row["step"]),
             f"{row['success']:.0%} of {row['n']}",
             f"{row['success_new_sql']:.0%}",
+            f"{row['mean_reward']:.3f}",
+            "-" if row["answer_rate"] is None else f"{row['answer_rate']:.0%}",
             _paired_cell(row["vs_start"]),
             _paired_cell(row["vs_first"]),
         )

@@ -102,8 +102,8 @@ def curve_comparisons(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, A
             one the others are compared with.
 
     Returns:
-        One row per point: `run`, `step`, `n`, `success`, `success_new_sql`, `vs_start` and
-        `vs_first` (each a `PairedSuccesses`, or None where there is nothing to pair: the start
+        One row per point: `run`, `step`, `n`, `success`, `success_new_sql`, `mean_reward`,
+        `answer_rate` (None for points written before they kept it), `vs_start` and `vs_first` (each a `PairedSuccesses`, or None where there is nothing to pair: the start
         itself, the first run, a step the first run did not measure, or points without their
         solved questions).
     """
@@ -120,6 +120,8 @@ def curve_comparisons(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, A
                 "n": point["n"],
                 "success": point["success"],
                 "success_new_sql": point["success_new_sql"],
+                "mean_reward": point["mean_reward"],
+                "answer_rate": point.get("answer_rate"),
                 "vs_start": paired_points(start, point) if point is not start else None,
                 "vs_first": paired_points(other, point) if other is not None else None,
             })  # fmt: skip

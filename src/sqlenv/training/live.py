@@ -10,7 +10,8 @@ Under `<run dir>/live/`:
 - with `heldout_questions` N, the learning curve: a fixed, stratified set of N eval questions
   (`sqlenv.training.heldout`) played at the start (the model the run starts from), every
   `heldout_every` steps and at the end; each point (success overall, on twin and new-SQL
-  questions, mean reward, format-error rate, the questions solved) is appended to `heldout.json`, and
+  questions, mean reward, format-error rate, answer rate, mean steps, the questions solved) is
+  appended to `heldout.json`, its episodes written to `heldout-step<step>.json`, and
   `learning_curve.png` draws held-out success and mean reward against the training reward;
 - with `diagnostics` set (a GRPO run), per step: groups with all rewards equal, reward std within
   groups, KL, clipped ratios, completion length and truncation, tool calls and failed calls per
@@ -240,10 +241,13 @@ class LiveVisualizationCallback(TrainerCallback):
 
         Returns:
             The point: step, n, success, success on twin and on new-SQL questions, mean reward,
-            format-error rate, and the questions solved (so two points, or two runs at one step,
-            are compared question by question: `sqlenv.training.curves.paired_points`).
+            format-error rate, the share of episodes that answered before the step budget ran out,
+            mean steps, and the questions solved (so two points, or two runs at one step, are
+            compared question by question: `sqlenv.training.curves.paired_points`). The point's
+            episodes, transcripts included, go to `heldout-step<step>.json` (as `sqlenv eval
+            --json` writes them), so a point that moves can be read episode by episode.
         """
-        from sqlenv.evaluation import NOT_IN_TRAIN, SEEN_IN_TRAIN
+        from sqlenv.evaluation import NO_ANSWER_VERDICT, NOT_IN_TRAIN, SEEN_IN_TRAIN
 
         result = self._evaluate(
             model, "eval", None, question_ids=self.heldout_ids(), parallel=self.live.heldout_parallel
@@ -257,8 +261,13 @@ class LiveVisualizationCallback(TrainerCallback):
             "success_new_sql": overlap.get(NOT_IN_TRAIN, {}).get("success_rate", 0.0),
             "mean_reward": result.avg_reward,
             "format_error_rate": result.format_error_rate,
+            "answer_rate": sum(e.verdict != NO_ANSWER_VERDICT for e in result.episodes) / max(result.n_episodes, 1),
+            "mean_steps": result.avg_steps,
             "solved": sorted(e.question_id for e in result.episodes if e.success),
         }
+        (self.dir / f"heldout-step{step}.json").write_text(
+            json.dumps(result.to_json(), indent=1, default=list), encoding="utf-8"
+        )
         self.heldout = [p for p in self.heldout if p["step"] != step] + [point]
         (self.dir / "heldout.json").write_text(json.dumps(self.heldout, indent=1), encoding="utf-8")
         self.plot_learning_curve(self.dir / "learning_curve.png")
