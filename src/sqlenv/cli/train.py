@@ -139,10 +139,9 @@ def train_diagnostics(
         for row in rows
     ]
     if markdown:
-        print("| " + " | ".join(headers) + " |")
-        print("|---" + "|---:" * (len(headers) - 1) + "|")
-        for line in cells:
-            print("| " + " | ".join(line) + " |")
+        from sqlenv.evaluation.reports.markdown import markdown_table
+
+        print(markdown_table(headers, cells))
         return
     from rich.table import Table
 
@@ -169,8 +168,8 @@ def _print_curve_comparisons(rows: list[dict[str, Any]], first: str) -> None:
         caption="- : nothing to pair (the start itself, or points written without their solved questions), "
         "or not recorded (points written before they kept it)",
     )
-    columns = ("run", "step", "success", "new SQL", "mean reward", "answered", "vs its start", f"vs {first} at this step")
-    for column in columns:
+    columns = ("run", "step", "success", "new SQL", "mean reward", "answered", "vs its start")
+    for column in (*columns, f"vs {first} at this step"):
         table.add_column(column, justify="left" if column == "run" else "right")
     for row in rows:
         table.add_row(

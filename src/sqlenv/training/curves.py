@@ -103,7 +103,8 @@ def curve_comparisons(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, A
 
     Returns:
         One row per point: `run`, `step`, `n`, `success`, `success_new_sql`, `mean_reward`,
-        `answer_rate` (None for points written before they kept it), `vs_start` and `vs_first` (each a `PairedSuccesses`, or None where there is nothing to pair: the start
+        `answer_rate` (None for points written before they kept it), `vs_start` and `vs_first`
+        (each a `PairedSuccesses`, or None where there is nothing to pair: the start
         itself, the first run, a step the first run did not measure, or points without their
         solved questions).
     """

@@ -261,7 +261,8 @@ class LiveVisualizationCallback(TrainerCallback):
             "success_new_sql": overlap.get(NOT_IN_TRAIN, {}).get("success_rate", 0.0),
             "mean_reward": result.avg_reward,
             "format_error_rate": result.format_error_rate,
-            "answer_rate": sum(e.verdict != NO_ANSWER_VERDICT for e in result.episodes) / max(result.n_episodes, 1),
+            "answer_rate": sum(e.verdict != NO_ANSWER_VERDICT for e in result.episodes)
+            / max(result.n_episodes, 1),
             "mean_steps": result.avg_steps,
             "solved": sorted(e.question_id for e in result.episodes if e.success),
         }

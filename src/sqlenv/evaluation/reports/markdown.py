@@ -24,7 +24,17 @@ def _call_formats_text(formats: dict[str, int]) -> str:
     return ", ".join(f"{name} {formats[name]} ({100 * formats[name] / total:.1f} %)" for name in order if name in formats)
 
 
-def _markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table: the first column left-aligned, the others right-aligned; `|` in a cell
+    escaped.
+
+    Args:
+        headers: the column headers.
+        rows: the rows' cells, as text.
+
+    Returns:
+        The table's lines, joined by newlines.
+    """
     lines = [
         "| " + " | ".join(headers) + " |",
         "|" + "|".join("---:" if i else "---" for i in range(len(headers))) + "|",
@@ -84,7 +94,7 @@ def summary_markdown(result: EvaluationResult) -> str:
         "",
         "## Overall",
         "",
-        _markdown_table(
+        markdown_table(
             ["metric", "value"],
             [
                 ["episodes", str(result.n_episodes)],
@@ -106,7 +116,7 @@ def summary_markdown(result: EvaluationResult) -> str:
         ("By answer type", "answer type", result.by_answer_type),
         ("By database", "database", result.by_database),
     ):
-        parts += ["", f"## {heading}", "", _markdown_table([column, *group_headers], _group_rows(groups))]
+        parts += ["", f"## {heading}", "", markdown_table([column, *group_headers], _group_rows(groups))]
     if any(g["n"] for name, g in result.by_train_overlap.items() if name == SEEN_IN_TRAIN):
         parts += [
             "",
@@ -116,7 +126,7 @@ def summary_markdown(result: EvaluationResult) -> str:
             "case, spacing and quoting are folded) can be solved by recalling a trained query; "
             "the others show what carries over.",
             "",
-            _markdown_table(["questions", *group_headers], _group_rows(result.by_train_overlap)),
+            markdown_table(["questions", *group_headers], _group_rows(result.by_train_overlap)),
         ]
     parts += _patterns_markdown(result.episodes)
     parts += [
@@ -163,17 +173,17 @@ def _patterns_markdown(episodes: Sequence[EpisodeRecord]) -> list[str]:
         "",
         "## How episodes ended",
         "",
-        _markdown_table(["ending", "episodes", "share"], ended),
+        markdown_table(["ending", "episodes", "share"], ended),
         "",
         "## Actions and patterns",
         "",
-        _markdown_table(["action", "episodes using it", "mean per episode"], actions),
+        markdown_table(["action", "episodes using it", "mean per episode"], actions),
         "",
         "An action sent again is compared as the environment's repeat penalty compares it (whitespace "
         "folded, a final `;` dropped), in the transcript's text of it. Success: the share of the "
         "episodes showing the pattern that were answered correctly.",
         "",
-        _markdown_table(["pattern", "episodes", "share", "success"], patterns),
+        markdown_table(["pattern", "episodes", "share", "success"], patterns),
     ]
     after = [
         [name, str(p["episodes"]), f"{p['success_rate']:.3f}" if p["episodes"] else "–"]
@@ -185,7 +195,7 @@ def _patterns_markdown(episodes: Sequence[EpisodeRecord]) -> list[str]:
             "What each episode with a failed query did right after its first one (a query compared "
             "with the failed one as above, then with letter case and spacing ignored too):",
             "",
-            _markdown_table(["next step", "episodes", "success"], after),
+            markdown_table(["next step", "episodes", "success"], after),
         ]
     if not any(name in summary["patterns"] for name in TRANSCRIPT_PATTERNS):
         parts += ["", "The episodes have no transcripts: only format errors could be counted."]
