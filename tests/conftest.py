@@ -240,3 +240,25 @@ def kill_processes(identities: dict[int, int | None]) -> None:
     for pid, ticks in identities.items():
         if ticks is not None and process_start_ticks(pid) == ticks:
             os.kill(pid, signal.SIGKILL)
+
+
+def patterns_table(*args: str) -> dict[str, list[str]]:
+    """`sqlenv patterns ARGS` run through the CLI, its table read back as row name -> cells.
+
+    Args:
+        args: the command's arguments (report paths and options).
+
+    Returns:
+        Each table row's first cell mapped to its other cells, stripped.
+    """
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+
+    result = CliRunner().invoke(app, ["patterns", *args], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    return {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in result.output.splitlines()
+        if line.count("│") >= 3
+    }

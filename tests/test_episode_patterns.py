@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import patterns_table
 from sqlenv import SQLAction, SQLEnvironment
 from sqlenv.agents.reference import OraclePolicy
 from sqlenv.env.models import SQLObservation
@@ -269,19 +270,10 @@ def test_cli_patterns_shared_counts_only_the_questions_every_report_played(env, 
     )
     write_report(dataclasses.replace(oracle, episodes=oracle.episodes[2:], n_episodes=1), tmp_path / "third")
 
-    def table(*args: str) -> dict[str, list[str]]:
-        result = CliRunner().invoke(app, ["patterns", *args], env={"COLUMNS": "200"})
-        assert result.exit_code == 0, result.output
-        return {
-            line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
-            for line in result.output.splitlines()
-            if line.count("│") >= 3
-        }
-
     first, second = str(tmp_path / "all-three"), str(tmp_path / "first-two")
-    assert table(first, second)["episodes"] == ["3", "2"]
-    assert table(first, second)[FAILED_QUERY] == ["3 (0%)", "0"]
-    shared = table(first, second, "--shared")
+    assert patterns_table(first, second)["episodes"] == ["3", "2"]
+    assert patterns_table(first, second)[FAILED_QUERY] == ["3 (0%)", "0"]
+    shared = patterns_table(first, second, "--shared")
     assert shared["episodes"] == ["2", "2"]
     assert shared[FAILED_QUERY] == ["2 (0%)", "0"]
     assert shared["questions also played by all-three"] == ["", "2"]

@@ -536,6 +536,14 @@ def patterns_command(
             "samples compare like for like",
         ),
     ] = False,
+    gold_rows: Annotated[
+        bool,
+        typer.Option(
+            "--gold-rows",
+            help="count only the questions whose gold answer has rows, where an empty answer "
+            "cannot be right",
+        ),
+    ] = False,
 ) -> None:
     """How saved evaluations' episodes ended, the actions they used, their failure patterns and what
     followed their first failed query, side by side; and, paired with the first, which questions
@@ -548,6 +556,16 @@ def patterns_command(
     except ValueError as error:
         fail(str(error))
     episode_lists = [run.episodes for run in runs]
+    if gold_rows:
+        unknown = [
+            path for path, run in zip(results, runs, strict=True) if any(e.empty_gold is None for e in run.episodes)
+        ]
+        if unknown:
+            fail(
+                f"--gold-rows: {', '.join(map(str, unknown))} does not say which gold answers are empty "
+                "(written before reports kept it): write it again from its journal with --journal-only"
+            )
+        episode_lists = [[e for e in episodes if not e.empty_gold] for episodes in episode_lists]
     if shared:
         common = set.intersection(*({e.question_id for e in episodes} for episodes in episode_lists))
         if not common:

@@ -100,6 +100,7 @@ def run_episode(
         verdict=observation.result if answered else NO_ANSWER_VERDICT,
         transcript=transcript,
         seen_in_train=env.dataset.seen_in_train(question_id),
+        empty_gold=record.empty_gold,
         answer_mode=str(observation.metadata.get("answer_mode", "value")),
     )
 

@@ -1,6 +1,6 @@
 """What an evaluation produces: a step (`StepRecord`), an episode with its transcript
 (`EpisodeRecord`), a run's summary (`EvaluationResult`), and the summaries by difficulty and by
-whether a question's gold SQL was seen in training. Plain dataclasses that reports, journals and
+whether a question's gold SQL was seen in training or its gold answer is empty. Plain dataclasses that reports, journals and
 comparisons read and write."""
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from sqlenv.data import Dataset
 
 __all__ = [
     "DIFFICULTY_ORDER",
+    "GOLD_EMPTY",
+    "GOLD_HAS_ROWS",
     "NOT_IN_TRAIN",
     "NO_ANSWER_VERDICT",
     "SEEN_IN_TRAIN",
@@ -26,7 +28,7 @@ __all__ = [
     "StepRecord",
     "group_stats",
     "summarise",
-    "with_train_overlap",
+    "with_question_facts",
 ]
 
 Job = tuple[int, str, int]  # one planned episode: (index, question_id, episode seed)
@@ -73,6 +75,10 @@ class EpisodeRecord:
     call_formats: dict[str, int] = field(default_factory=dict)
     # What ANSWER took: "value", or "sql" (graded by execution match) (`EnvConfig.answer_mode`).
     answer_mode: str = "value"
+    # Whether the gold query returns no rows (`QuestionRecord.empty_gold`): there an explicit empty
+    # answer is right, so a policy that answers "[]" after a failed query scores without exploring.
+    # None in journals written before records kept it, until `with_question_facts` completes them.
+    empty_gold: bool | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
@@ -107,6 +113,9 @@ class EvaluationResult:
     finished_after_gap: int = 0
     # Keyed SEEN_IN_TRAIN / NOT_IN_TRAIN: recall of a trained query vs the rest (`sqlenv.data.overlap`).
     by_train_overlap: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Keyed GOLD_HAS_ROWS / GOLD_EMPTY (`EpisodeRecord.empty_gold`): success where an answer must
+    # hold the gold rows, apart from success that an empty answer can reach.
+    by_gold: dict[str, dict[str, float]] = field(default_factory=dict)
     # 95 % Wilson interval of success_rate (`wilson_interval`).
     success_interval: tuple[float, float] = (0.0, 0.0)
     # All episodes' accepted tool calls by format (`EpisodeRecord.call_formats`).
@@ -137,13 +146,28 @@ class EvaluationResult:
 
 SEEN_IN_TRAIN = "gold SQL seen in train"
 NOT_IN_TRAIN = "gold SQL not in train"
+GOLD_HAS_ROWS = "gold answer has rows"
+GOLD_EMPTY = "gold answer is empty"
 
 
-def with_train_overlap(episode: EpisodeRecord, dataset: Dataset) -> EpisodeRecord:
-    """An episode from a journal written before records knew their train overlap, completed."""
-    if episode.seen_in_train is not None:
+def with_question_facts(episode: EpisodeRecord, dataset: Dataset) -> EpisodeRecord:
+    """An episode from a journal written before records kept their question's train overlap or
+    empty gold, completed from the dataset.
+
+    Args:
+        episode: a journal's episode.
+        dataset: the dataset it was played on.
+
+    Returns:
+        The episode with `seen_in_train` and `empty_gold` set (itself when both already were).
+    """
+    if episode.seen_in_train is not None and episode.empty_gold is not None:
         return episode
-    return replace(episode, seen_in_train=dataset.seen_in_train(episode.question_id))
+    return replace(
+        episode,
+        seen_in_train=dataset.seen_in_train(episode.question_id),
+        empty_gold=dataset.get(episode.question_id).empty_gold,
+    )
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -253,6 +277,11 @@ def summarise(
             [e for e in episodes if e.seen_in_train is not None],
             lambda e: SEEN_IN_TRAIN if e.seen_in_train else NOT_IN_TRAIN,
             (SEEN_IN_TRAIN, NOT_IN_TRAIN),
+        ),
+        by_gold=_grouped(
+            [e for e in episodes if e.empty_gold is not None],
+            lambda e: GOLD_EMPTY if e.empty_gold else GOLD_HAS_ROWS,
+            (GOLD_HAS_ROWS, GOLD_EMPTY),
         ),
         format_error_rate=overall["format_error_rate"],
         success_interval=wilson_interval(sum(e.success for e in episodes), len(episodes)),

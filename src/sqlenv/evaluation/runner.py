@@ -36,7 +36,7 @@ from sqlenv.evaluation.episodes import (
     policy_factory_for,
 )
 from sqlenv.evaluation.journal import EpisodeJournal
-from sqlenv.evaluation.records import EpisodeRecord, EvaluationResult, summarise, with_train_overlap
+from sqlenv.evaluation.records import EpisodeRecord, EvaluationResult, summarise, with_question_facts
 
 
 def evaluate(
@@ -108,7 +108,7 @@ def evaluate(
             decoding=getattr(policy, "decoding", None),
             write=play,  # a report of the results so far only reads it
         )
-        done = {index: with_train_overlap(e, env.dataset) for index, e in opened.done.items()}
+        done = {index: with_question_facts(e, env.dataset) for index, e in opened.done.items()}
     try:
         from_journal = len(done)
         if on_episode is not None:

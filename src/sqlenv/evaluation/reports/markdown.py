@@ -13,7 +13,7 @@ from sqlenv.evaluation.patterns import (
     TRANSCRIPT_PATTERNS,
     pattern_summary,
 )
-from sqlenv.evaluation.records import SEEN_IN_TRAIN, EpisodeRecord, EvaluationResult
+from sqlenv.evaluation.records import GOLD_EMPTY, SEEN_IN_TRAIN, EpisodeRecord, EvaluationResult
 from sqlenv.evaluation.reports.names import PLOT_FILES, report_title
 
 
@@ -117,17 +117,34 @@ def summary_markdown(result: EvaluationResult) -> str:
         ("By database", "database", result.by_database),
     ):
         parts += ["", f"## {heading}", "", markdown_table([column, *group_headers], _group_rows(groups))]
-    if any(g["n"] for name, g in result.by_train_overlap.items() if name == SEEN_IN_TRAIN):
-        parts += [
-            "",
-            "## By overlap with the train split",
-            "",
+    # Two splits of the questions that a report shows only where their telling group has questions.
+    for heading, note, groups, telling in (
+        (
+            "By overlap with the train split",
             "Questions whose gold SQL is also a train question's (same database, same query once "
             "case, spacing and quoting are folded) can be solved by recalling a trained query; "
             "the others show what carries over.",
-            "",
-            markdown_table(["questions", *group_headers], _group_rows(result.by_train_overlap)),
-        ]
+            result.by_train_overlap,
+            SEEN_IN_TRAIN,
+        ),
+        (
+            "By gold answer",
+            "Where the gold query returns no rows, only an explicit empty answer is right, and a "
+            "policy that answers empty after a failed query is right there without having explored; "
+            "success on the questions whose gold answer has rows is free of that.",
+            result.by_gold,
+            GOLD_EMPTY,
+        ),
+    ):
+        if groups.get(telling, {}).get("n"):
+            parts += [
+                "",
+                f"## {heading}",
+                "",
+                note,
+                "",
+                markdown_table(["questions", *group_headers], _group_rows(groups)),
+            ]
     parts += _patterns_markdown(result.episodes)
     parts += [
         "",
