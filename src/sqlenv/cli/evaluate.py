@@ -562,8 +562,8 @@ def patterns_command(
         ]
         if unknown:
             fail(
-                f"--gold-rows: {', '.join(map(str, unknown))} does not say which gold answers are empty "
-                "(written before reports kept it): write it again from its journal with --journal-only"
+                "--gold-rows: a report written before reports kept which gold answers are empty: "
+                f"{', '.join(map(str, unknown))}; write it again from its journal with --journal-only"
             )
         episode_lists = [[e for e in episodes if not e.empty_gold] for episodes in episode_lists]
     if shared:

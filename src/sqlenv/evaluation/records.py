@@ -1,7 +1,7 @@
 """What an evaluation produces: a step (`StepRecord`), an episode with its transcript
-(`EpisodeRecord`), a run's summary (`EvaluationResult`), and the summaries by difficulty and by
-whether a question's gold SQL was seen in training or its gold answer is empty. Plain dataclasses that reports, journals and
-comparisons read and write."""
+(`EpisodeRecord`), a run's summary (`EvaluationResult`), and the summaries by difficulty, by
+whether a question's gold SQL was seen in training and by whether its gold answer is empty. Plain
+dataclasses that reports, journals and comparisons read and write."""
 
 from __future__ import annotations
 
