@@ -156,3 +156,71 @@ def test_the_grpo_trainer_trains_on_the_questions_in_the_pass_rate_range(sampled
     nothing = overrides | {"grpo.pass_rate_range": [0.9, 0.95]}
     with pytest.raises(ValueError, match=r"none of the \d+ questions .* has a pass rate in \[0.9, 0.95\]"):
         build_grpo_trainer(load_config(REPO / "configs" / "smoke.yaml", nothing))
+
+
+def test_a_pass_rate_table_keeps_what_the_run_reads_of_the_results(sampled_results: Path, tmp_path: Path) -> None:
+    from sqlenv.training.pass_rates import (
+        PASS_RATE_TABLE_KIND,
+        questions_in_pass_rate_range,
+        write_pass_rate_table,
+    )
+
+    table = tmp_path / "docs" / "pass-rates.json"
+    written = write_pass_rate_table(sampled_results.parent, table)
+    data = json.loads(table.read_text())
+    assert data["kind"] == PASS_RATE_TABLE_KIND and (data["dataset"], data["split"]) == ("demo", "train")
+    assert data["answer_modes"] == ["value"] and data["policy"] == written.policy
+    assert len(table.read_text().splitlines()) == len(data["questions"]) + 10  # one question a line
+    assert table.stat().st_size < sampled_results.stat().st_size / 5
+    for low, high in ((0.3, 0.7), (0.0, 1.0), (1.0, 1.0)):
+        options = {"dataset": "demo", "answer_mode": "value", "low": low, "high": high}
+        assert questions_in_pass_rate_range(table, **options) == questions_in_pass_rate_range(sampled_results, **options)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="played demo/train; the run trains on spider10/train"):
+        questions_in_pass_rate_range(table, dataset="spider10", answer_mode="value", low=0, high=1)
+    with pytest.raises(ValueError, match="answered in mode value; the run answers in sql"):
+        questions_in_pass_rate_range(table, dataset="demo", answer_mode="sql", low=0, high=1)
+
+
+def test_a_pass_rate_table_that_is_not_one_is_refused(sampled_results: Path, tmp_path: Path) -> None:
+    from sqlenv.training.pass_rates import read_pass_rates, write_pass_rate_table
+
+    table = tmp_path / "pass-rates.json"
+    write_pass_rate_table(sampled_results, table)
+    data = json.loads(table.read_text())
+    question = next(iter(data["questions"]))
+    for bad in (["easy", 3, 2], ["easy", 1, 0], ["easy", True, 3], [2, 3], "1/3"):
+        broken = tmp_path / "broken.json"
+        broken.write_text(json.dumps(data | {"questions": data["questions"] | {question: bad}}))
+        with pytest.raises(ValueError, match=rf"question '{question}' is .*not \[difficulty, solved, played\]"):
+            read_pass_rates(broken)
+    greedy = tmp_path / "greedy.json"
+    greedy.write_text(json.dumps(json.loads(sampled_results.read_text()) | {"decoding": "greedy"}))
+    with pytest.raises(ValueError, match="decoded greedily: a pass rate needs sampled replies"):
+        write_pass_rate_table(greedy, tmp_path / "never.json")
+    assert not (tmp_path / "never.json").exists()
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"kind": "something else", "questions": {}}))
+    with pytest.raises(ValueError, match=r"not an evaluation's results\.json"):
+        read_pass_rates(other)
+
+
+def test_the_pass_rates_command_counts_questions_by_difficulty_and_writes_the_table(
+    sampled_results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlenv.training.pass_rates import read_pass_rates
+
+    monkeypatch.setenv("COLUMNS", "200")
+    table = tmp_path / "pass-rates.json"
+    result = CliRunner().invoke(app, ["train", "pass-rates", str(sampled_results), "--out", str(table)])
+    assert result.exit_code == 0, result.output
+    rates = read_pass_rates(sampled_results)
+    easy = [solved for difficulty, solved, _ in rates.questions.values() if difficulty == "easy"]
+    row = next(line for line in result.output.splitlines() if line.strip("│ ").startswith("easy"))
+    cells = [cell.strip() for cell in row.strip("│").split("│")]
+    assert cells == ["easy", str(len(easy)), *(str(easy.count(k)) for k in range(4))]
+    assert "questions, solved in k of 3 episodes" in result.output and f"written to {table}" in result.output
+    assert read_pass_rates(table).questions == rates.questions
+    again = CliRunner().invoke(app, ["train", "pass-rates", str(table)])  # a table reads back as itself
+    assert again.exit_code == 0 and row in again.output
+    missing = CliRunner().invoke(app, ["train", "pass-rates", str(tmp_path / "nothing.json")])
+    assert missing.exit_code != 0 and "no such file" in missing.output

@@ -1,4 +1,5 @@
-"""`sqlenv train sft` and `sqlenv train grpo`: TRL training from a YAML config; `sqlenv train curves`:
+"""`sqlenv train sft` and `sqlenv train grpo`: TRL training from a YAML config; `sqlenv train
+pass-rates`: the pass rates of a sampled evaluation, which choose a run's questions; `sqlenv train curves`:
 several runs' held-out learning curves on one plot; `sqlenv train diagnostics`: a run's per-step
 diagnostics by blocks of steps."""
 
@@ -82,6 +83,47 @@ def train_grpo(
     final = run_grpo(settings, resume=resume, console=console)
     console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
 
+
+
+@train_app.command("pass-rates")
+def train_pass_rates(
+    results: Annotated[
+        Path, typer.Argument(help="the results.json (or report folder) of a sampled evaluation, or a pass-rate table")
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="write its pass-rate table here (what grpo.pass_rates_from reads)")
+    ] = None,
+) -> None:
+    """How often each question was solved in a sampled evaluation (`sqlenv eval --temperature T
+    --samples K`), by difficulty: questions solved in 0, 1, ..., K of their K episodes. With
+    --out, writes the pass-rate table: each question's difficulty, solved and played, a few
+    kilobytes that `grpo.pass_rates_from` reads in place of the results.json."""
+    from rich.table import Table
+
+    from sqlenv.training.pass_rates import read_pass_rates, solved_of_k_by_difficulty, write_pass_rate_table
+
+    try:
+        rates = write_pass_rate_table(results, out) if out else read_pass_rates(results)
+    except ValueError as exc:
+        fail(str(exc))
+    samples = {played for _, _, played in rates.questions.values()}
+    most = max(samples, default=0)
+    table = Table(
+        title=f"{rates.policy} on {rates.dataset}/{rates.split} ({rates.decoding or 'no decoding'}): "
+        f"{len(rates.questions)} questions, solved in k of {'/'.join(map(str, sorted(samples)))} episodes"
+    )
+    for header in ("difficulty", "questions", *(str(k) for k in range(most + 1))):
+        table.add_column(header, justify="left" if header == "difficulty" else "right")
+    by_difficulty = solved_of_k_by_difficulty(rates)
+    total: dict[int, int] = {}
+    for difficulty, counts in by_difficulty.items():
+        table.add_row(difficulty, str(sum(counts.values())), *(str(counts[k]) for k in range(most + 1)))
+        for k, n in counts.items():
+            total[k] = total.get(k, 0) + n
+    table.add_row("all", str(len(rates.questions)), *(str(total.get(k, 0)) for k in range(most + 1)))
+    console.print(table)
+    if out:
+        console.print(f"pass-rate table written to {out}")
 
 
 @train_app.command("curves")

@@ -7,13 +7,165 @@ always solves gives groups that are all right. `sqlenv eval --split train --temp
 results.json gives each question's pass rate (solved / played). `grpo.pass_rates_from` names that
 file, and the run keeps the questions whose rate lies in `grpo.pass_rate_range`, so that most of its
 groups mix right and wrong answers (the offline form of DAPO's dynamic sampling, which drops groups
-whose rewards are all equal after generating them)."""
+whose rewards are all equal after generating them).
+
+`sqlenv train pass-rates` boils a results.json (megabytes of transcripts) down to a pass-rate table
+(a few kilobytes: each question's difficulty, solved and played, and how they were played), which
+`grpo.pass_rates_from` reads as well. A table kept under docs/ lets a run be repeated from its SFT
+model without the hour and a half of sampled play that measured it."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["questions_in_pass_rate_range"]
+__all__ = [
+    "PASS_RATE_TABLE_KIND",
+    "PassRates",
+    "questions_in_pass_rate_range",
+    "read_pass_rates",
+    "solved_of_k_by_difficulty",
+    "write_pass_rate_table",
+]
+
+# The `kind` a pass-rate table declares, so that no other JSON is read as one.
+PASS_RATE_TABLE_KIND = "sqlenv pass-rate table v1"
+
+
+@dataclass(frozen=True)
+class PassRates:
+    """Each question's successes in a sampled evaluation, and how it was played."""
+
+    path: Path
+    policy: str
+    dataset: str
+    split: str
+    decoding: str | None
+    answer_modes: frozenset[str]
+    # question_id -> (difficulty, episodes solved, episodes played), in the order first played.
+    questions: dict[str, tuple[str, int, int]]
+
+
+def read_pass_rates(path: str | Path) -> PassRates:
+    """Read the pass rates in a report's results.json (or its folder) or in a pass-rate table.
+
+    Args:
+        path: a results.json, the report folder holding one, or a table `write_pass_rate_table` wrote.
+
+    Returns:
+        The questions' counts, with the policy, dataset, split, decoding and answer modes they were
+        played with.
+
+    Raises:
+        ValueError: the file is missing, not JSON, or neither a results.json nor a pass-rate table,
+            or a table's rows are not [difficulty, solved, played] with 0 <= solved <= played, played > 0.
+    """
+    from sqlenv.evaluation.reports.files import read_results
+
+    source = Path(path)
+    table = _read_table(source) if source.is_file() else None
+    if table is not None:
+        return table
+    saved = read_results(source)
+    questions: dict[str, tuple[str, int, int]] = {}
+    for episode in saved.episodes:
+        _, solved, played = questions.get(episode.question_id, (episode.difficulty, 0, 0))
+        questions[episode.question_id] = (episode.difficulty, solved + episode.success, played + 1)
+    return PassRates(
+        path=saved.path,
+        policy=saved.policy,
+        dataset=saved.dataset,
+        split=saved.split,
+        decoding=saved.decoding,
+        answer_modes=frozenset(e.answer_mode for e in saved.episodes),
+        questions=questions,
+    )
+
+
+def _read_table(source: Path) -> PassRates | None:
+    """The pass-rate table in `source`; None when the file is JSON of another kind (a results.json)."""
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None  # read_results says what is wrong with it
+    if not isinstance(data, dict) or data.get("kind") != PASS_RATE_TABLE_KIND:
+        return None
+    rows = data.get("questions")
+    if not isinstance(rows, dict):
+        raise ValueError(f"{source}: a pass-rate table without its questions")
+    questions: dict[str, tuple[str, int, int]] = {}
+    for question, row in rows.items():
+        valid = (
+            isinstance(row, list)
+            and len(row) == 3
+            and isinstance(row[0], str)
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in row[1:])
+            and 0 <= row[1] <= row[2]
+            and row[2] > 0
+        )
+        if not valid:
+            raise ValueError(f"{source}: question {question!r} is {row!r}, not [difficulty, solved, played]")
+        questions[question] = (row[0], row[1], row[2])
+    return PassRates(
+        path=source,
+        policy=str(data.get("policy", "?")),
+        dataset=str(data.get("dataset", "?")),
+        split=str(data.get("split", "?")),
+        decoding=data.get("decoding"),
+        answer_modes=frozenset(str(mode) for mode in data.get("answer_modes", [])),
+        questions=questions,
+    )
+
+
+def write_pass_rate_table(results: str | Path, out: str | Path) -> PassRates:
+    """Write the pass-rate table of a sampled evaluation: what `grpo.pass_rates_from` needs of it.
+
+    Args:
+        results: the results.json (or its report folder) of `sqlenv eval --temperature T --samples K`.
+        out: the JSON file to write.
+
+    Returns:
+        The pass rates written (their `path` is `out`).
+
+    Raises:
+        ValueError: the results cannot be read, or were decoded greedily (every rate 0 or 1).
+    """
+    rates = read_pass_rates(results)
+    if rates.decoding == "greedy":
+        raise ValueError(f"{rates.path} decoded greedily: a pass rate needs sampled replies (--temperature T --samples K)")
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    head = {
+        "kind": PASS_RATE_TABLE_KIND,
+        "policy": rates.policy,
+        "dataset": rates.dataset,
+        "split": rates.split,
+        "decoding": rates.decoding,
+        "answer_modes": sorted(rates.answer_modes),
+    }
+    # One question a line: a table kept under docs/ stays readable and diffs by question.
+    fields = ",\n".join(f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in head.items())
+    rows = ",\n".join(f"    {json.dumps(q)}: {json.dumps(list(row))}" for q, row in rates.questions.items())
+    target.write_text("{\n" + fields + ',\n  "questions": {\n' + rows + "\n  }\n}\n", encoding="utf-8")
+    return dataclasses.replace(rates, path=target)
+
+
+def solved_of_k_by_difficulty(rates: PassRates) -> dict[str, Counter[int]]:
+    """How many questions of each difficulty were solved in 0, 1, ... of their episodes.
+
+    Args:
+        rates: pass rates whose questions were each played the same number of times.
+
+    Returns:
+        difficulty -> Counter(episodes solved -> questions), difficulties in the order first met.
+    """
+    table: dict[str, Counter[int]] = {}
+    for difficulty, solved, _ in rates.questions.values():
+        table.setdefault(difficulty, Counter())[solved] += 1
+    return table
 
 
 def questions_in_pass_rate_range(
@@ -28,7 +180,7 @@ def questions_in_pass_rate_range(
 
     Args:
         results: the results.json (or its report folder) of `sqlenv eval --split train
-            --temperature T --samples K` with the model GRPO starts from.
+            --temperature T --samples K` with the model GRPO starts from, or its pass-rate table.
         dataset: the dataset the run trains on (the results must be of it).
         answer_mode: the run's answer mode (the results must have played it).
         low: the lowest pass rate kept (0 keeps the never solved).
@@ -39,32 +191,28 @@ def questions_in_pass_rate_range(
         `above` it).
 
     Raises:
-        ValueError: the file is no results.json, or of another dataset, split or answer mode, or
-            its replies were decoded greedily (every rate would be 0 or 1), or the range is not
-            within [0, 1].
+        ValueError: the file is no results.json nor pass-rate table, or of another dataset, split or
+            answer mode, or its replies were decoded greedily (every rate would be 0 or 1), or the
+            range is not within [0, 1].
     """
-    from sqlenv.evaluation.records import successes_by_question
-    from sqlenv.evaluation.reports.files import read_results
-
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"grpo.pass_rate_range: [{low}, {high}] is not a range within [0, 1]")
-    saved = read_results(results)
+    saved = read_pass_rates(results)
     where = f"grpo.pass_rates_from: {saved.path}"
     if saved.dataset != dataset or saved.split != "train":
         raise ValueError(
             f"{where} played {saved.dataset}/{saved.split}; the run trains on {dataset}/train "
             f"(sqlenv eval --dataset {dataset} --split train --temperature T --samples K)"
         )
-    modes = {e.answer_mode for e in saved.episodes}
-    if modes - {answer_mode}:
-        raise ValueError(f"{where} answered in mode {', '.join(sorted(modes))}; the run answers in {answer_mode}")
+    if saved.answer_modes - {answer_mode}:
+        modes = ", ".join(sorted(saved.answer_modes))
+        raise ValueError(f"{where} answered in mode {modes}; the run answers in {answer_mode}")
     if saved.decoding == "greedy":
         raise ValueError(
             f"{where} decoded greedily, so a question's episodes are alike and every rate is 0 or 1: "
             "sample them (sqlenv eval --temperature T --samples K, T the run's grpo.temperature)"
         )
-    counts = successes_by_question(saved.episodes)
-    rates = {question: solved / played for question, (solved, played) in counts.items()}
+    rates = {question: solved / played for question, (_, solved, played) in saved.questions.items()}
     kept = {question for question, rate in rates.items() if low <= rate <= high}
     return kept, {
         "questions": len(rates),
