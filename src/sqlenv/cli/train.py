@@ -84,7 +84,6 @@ def train_grpo(
     console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
 
 
-
 @train_app.command("pass-rates")
 def train_pass_rates(
     results: Annotated[
