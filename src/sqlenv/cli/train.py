@@ -97,6 +97,8 @@ def train_pass_rates(
     --samples K`), by difficulty: questions solved in 0, 1, ..., K of their K episodes. With
     --out, writes the pass-rate table: each question's difficulty, solved and played, a few
     kilobytes that `grpo.pass_rates_from` reads in place of the results.json."""
+    from collections import Counter
+
     from rich.table import Table
 
     from sqlenv.training.pass_rates import read_pass_rates, solved_of_k_by_difficulty, write_pass_rate_table
@@ -114,12 +116,9 @@ def train_pass_rates(
     for header in ("difficulty", "questions", *(str(k) for k in range(most + 1))):
         table.add_column(header, justify="left" if header == "difficulty" else "right")
     by_difficulty = solved_of_k_by_difficulty(rates)
-    total: dict[int, int] = {}
-    for difficulty, counts in by_difficulty.items():
-        table.add_row(difficulty, str(sum(counts.values())), *(str(counts[k]) for k in range(most + 1)))
-        for k, n in counts.items():
-            total[k] = total.get(k, 0) + n
-    table.add_row("all", str(len(rates.questions)), *(str(total.get(k, 0)) for k in range(most + 1)))
+    rows = {**by_difficulty, "all": sum(by_difficulty.values(), Counter())}
+    for difficulty, counts in rows.items():
+        table.add_row(difficulty, str(counts.total()), *(str(counts[k]) for k in range(most + 1)))
     console.print(table)
     if out:
         console.print(f"pass-rate table written to {out}")

@@ -21,6 +21,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "PASS_RATE_TABLE_KIND",
@@ -63,17 +64,14 @@ def read_pass_rates(path: str | Path) -> PassRates:
         ValueError: the file is missing, not JSON, or neither a results.json nor a pass-rate table,
             or a table's rows are not [difficulty, solved, played] with 0 <= solved <= played, played > 0.
     """
-    from sqlenv.evaluation.reports.files import read_results
+    from sqlenv.evaluation.records import successes_by_question
+    from sqlenv.evaluation.reports.files import read_report_json, results_from_json
 
-    source = Path(path)
-    table = _read_table(source) if source.is_file() else None
-    if table is not None:
-        return table
-    saved = read_results(source)
-    questions: dict[str, tuple[str, int, int]] = {}
-    for episode in saved.episodes:
-        _, solved, played = questions.get(episode.question_id, (episode.difficulty, 0, 0))
-        questions[episode.question_id] = (episode.difficulty, solved + episode.success, played + 1)
+    source, data = read_report_json(path)  # parsed once: a results.json runs to megabytes
+    if isinstance(data, dict) and data.get("kind") == PASS_RATE_TABLE_KIND:
+        return _table_from_json(source, data)
+    saved = results_from_json(source, data)
+    difficulty = {episode.question_id: episode.difficulty for episode in saved.episodes}
     return PassRates(
         path=saved.path,
         policy=saved.policy,
@@ -81,18 +79,12 @@ def read_pass_rates(path: str | Path) -> PassRates:
         split=saved.split,
         decoding=saved.decoding,
         answer_modes=frozenset(e.answer_mode for e in saved.episodes),
-        questions=questions,
+        questions={q: (difficulty[q], *counts) for q, counts in successes_by_question(saved.episodes).items()},
     )
 
 
-def _read_table(source: Path) -> PassRates | None:
-    """The pass-rate table in `source`; None when the file is JSON of another kind (a results.json)."""
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        return None  # read_results says what is wrong with it
-    if not isinstance(data, dict) or data.get("kind") != PASS_RATE_TABLE_KIND:
-        return None
+def _table_from_json(source: Path, data: dict[str, Any]) -> PassRates:
+    """The pass rates in a parsed pass-rate table; ValueError for a row that is no row."""
     rows = data.get("questions")
     if not isinstance(rows, dict):
         raise ValueError(f"{source}: a pass-rate table without its questions")
@@ -120,6 +112,15 @@ def _read_table(source: Path) -> PassRates | None:
     )
 
 
+def _refuse_greedy(rates: PassRates, where: str) -> None:
+    """ValueError when the rates were decoded greedily: a question's episodes are then alike."""
+    if rates.decoding == "greedy":
+        raise ValueError(
+            f"{where} decoded greedily: a pass rate needs sampled replies, and here every rate is 0 or 1 "
+            "(sqlenv eval --temperature T --samples K, T the run's grpo.temperature)"
+        )
+
+
 def write_pass_rate_table(results: str | Path, out: str | Path) -> PassRates:
     """Write the pass-rate table of a sampled evaluation: what `grpo.pass_rates_from` needs of it.
 
@@ -134,8 +135,7 @@ def write_pass_rate_table(results: str | Path, out: str | Path) -> PassRates:
         ValueError: the results cannot be read, or were decoded greedily (every rate 0 or 1).
     """
     rates = read_pass_rates(results)
-    if rates.decoding == "greedy":
-        raise ValueError(f"{rates.path} decoded greedily: a pass rate needs sampled replies (--temperature T --samples K)")
+    _refuse_greedy(rates, str(rates.path))
     target = Path(out)
     target.parent.mkdir(parents=True, exist_ok=True)
     head = {
@@ -207,11 +207,7 @@ def questions_in_pass_rate_range(
     if saved.answer_modes - {answer_mode}:
         modes = ", ".join(sorted(saved.answer_modes))
         raise ValueError(f"{where} answered in mode {modes}; the run answers in {answer_mode}")
-    if saved.decoding == "greedy":
-        raise ValueError(
-            f"{where} decoded greedily, so a question's episodes are alike and every rate is 0 or 1: "
-            "sample them (sqlenv eval --temperature T --samples K, T the run's grpo.temperature)"
-        )
+    _refuse_greedy(saved, where)
     rates = {question: solved / played for question, (_, solved, played) in saved.questions.items()}
     kept = {question for question, rate in rates.items() if low <= rate <= high}
     return kept, {

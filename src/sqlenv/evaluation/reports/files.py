@@ -16,7 +16,9 @@
   episode's question, failure patterns, actions, results, rewards and verdict, filterable by
   outcome and text (a pattern's name finds the episodes that show it).
 
-`read_results(path)` reads a results.json back (for `sqlenv patterns`).
+`read_results(path)` reads a results.json back (for `sqlenv patterns`); `read_report_json` and
+`results_from_json` are its two halves, for a reader that parses a file once and then decides what
+it holds (the pass rates, `sqlenv.training.pass_rates`).
 
 `write_comparison(results, directory)` writes `compare.json` and `compare.png` for several
 policies played on the same questions with the same seeds. Plots need matplotlib (the `eval`
@@ -28,6 +30,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sqlenv.evaluation.patterns import pattern_summary
 from sqlenv.evaluation.records import EpisodeRecord, EvaluationResult
@@ -82,19 +85,38 @@ class SavedResults:
     decoding: str | None = None
 
 
-def read_results(path: str | Path) -> SavedResults:
-    """Read back a report's results.json; ValueError (saying what is wrong) for anything else."""
+def read_report_json(path: str | Path) -> tuple[Path, Any]:
+    """Parse a report's results.json (or the JSON file named), once.
+
+    Args:
+        path: a JSON file, or a report folder holding results.json.
+
+    Returns:
+        (the file read, its parsed JSON).
+
+    Raises:
+        ValueError: the file is missing, unreadable or not JSON, saying which.
+    """
     source = Path(path)
     if source.is_dir():
         source = source / "results.json"
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
+        return source, json.loads(source.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{source}: no such file") from None
     except OSError as error:
         raise ValueError(f"{source} cannot be read: {error.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"{source} is not JSON: {error}") from None
+
+
+def read_results(path: str | Path) -> SavedResults:
+    """Read back a report's results.json; ValueError (saying what is wrong) for anything else."""
+    return results_from_json(*read_report_json(path))
+
+
+def results_from_json(source: Path, data: Any) -> SavedResults:
+    """The saved results in the parsed JSON of `source`; ValueError when it is no results.json."""
     if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
         raise ValueError(f"{source} is not an evaluation's results.json (it has no list of episodes)")
     try:
