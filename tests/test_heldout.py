@@ -164,6 +164,55 @@ def test_points_that_keep_their_solved_questions_are_paired_with_the_start_and_t
     assert "mean reward" in result.output and "answered" in result.output
 
 
+def test_curves_say_whether_the_runs_trained_on_the_same_questions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The comparison of two curves holds only if both runs played the same training questions:
+    the command reads each step's questions from the diagnostics beside the held-out points."""
+    pytest.importorskip("matplotlib")
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+    from sqlenv.training.curves import question_agreement, training_questions
+
+    monkeypatch.setenv("COLUMNS", "400")  # each message on one line
+    held = [{"step": s, "n": 10, "success": 0.1, "success_twin": 0.1, "success_new_sql": 0.1, "mean_reward": 0.0,
+             "format_error_rate": 0.0} for s in (0, 2)]  # fmt: skip
+    played = {1: ["train-3", "train-9"], 2: ["train-4", "train-7"], 3: ["train-1", "train-2"]}
+
+    def run(name: str, questions: dict[int, list[str]] | None, *, diagnostics: bool = True) -> Path:
+        live = tmp_path / name / "live"
+        live.mkdir(parents=True)
+        (live / "heldout.json").write_text(json.dumps(held))
+        if diagnostics:
+            points = [{"step": s, "kl": 0.0, **({"questions": questions[s]} if questions else {})} for s in (1, 2, 3)]
+            (live / "diagnostics.json").write_text(json.dumps(points))
+        return live / "heldout.json"  # as results.md cites a kept run: its heldout.json
+
+    dense = run("dense", played)
+    same = run("same", dict(played))
+    swapped = run("swapped", {**played, 2: ["train-7", "train-4"], 3: ["train-1", "train-5"]})
+    older = run("older", None)  # diagnostics written before they kept the questions
+    bare = run("bare", None, diagnostics=False)
+    assert training_questions(dense) == training_questions(dense.parent.parent) == played
+    assert training_questions(older) is None and training_questions(bare) is None
+    assert question_agreement(played, training_questions(swapped)) == {"steps": [1, 2, 3], "differing": [2, 3]}
+    assert question_agreement(played, {2: played[2], 5: ["x"]}) == {"steps": [2], "differing": []}
+
+    def curves(*runs: Path) -> str:
+        labelled = [f"{path.parent.parent.name}={path}" for path in runs]
+        result = CliRunner().invoke(app, ["train", "curves", *labelled, "--out", str(tmp_path / "c.png")])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    output = curves(dense, same, swapped, older, bare)
+    assert "same played the same questions as dense, in the same order, at each of the 3 steps both recorded (1–3)" in output
+    assert "swapped and dense differ at 2 of the 3 steps both recorded, first at step 2 (train-7, train-4 against train-4, train-7)" in output
+    assert "older against dense unknown: older kept no per-step questions" in output
+    assert "bare against dense unknown: bare kept no per-step questions" in output
+    assert "dense against older unknown: older kept no per-step questions" in curves(older, dense)
+
+
 def test_sqlenv_eval_plays_exactly_the_heldout_set(tmp_path: Path, spider_dir: Path, spider10) -> None:
     from typer.testing import CliRunner
 

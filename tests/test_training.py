@@ -214,6 +214,24 @@ def test_rollout_diagnostics_tell_groups_alike_in_correctness_from_groups_alike_
     assert point["groups_correctness_all_equal"] == 0.5
 
 
+def test_rollout_diagnostics_record_each_groups_question_in_the_order_played(demo_dataset) -> None:
+    """What a step trained on, so that two runs can be shown to have played the same questions."""
+    from sqlenv.training.diagnostics import RolloutDiagnostics
+
+    first, second = [r.question_id for r in demo_dataset.split("train") if not r.empty_gold][:2]
+    diagnostics = RolloutDiagnostics(2, {"correctness": 1.0})
+    envs = [SQLToolEnv(demo_dataset, split="train") for _ in range(4)]
+    for env, question in zip(envs, (second, second, first, first), strict=True):
+        env.reset(question_id=question)
+        env.answer("certainly not the answer")
+    diagnostics.record(envs[:2])  # a step that scores its generation batch in two calls
+    diagnostics.record(envs[2:])
+    assert diagnostics.take()["questions"] == [second, first]
+    envs[0].reset(question_id=first)  # an environment reused for the next rollout: its new question
+    diagnostics.record(envs[:2])
+    assert diagnostics.take()["questions"] == [first]  # a group is named by its first rollout
+
+
 def test_the_live_callback_writes_and_resumes_the_diagnostics(demo_dataset, tmp_path: Path) -> None:
     import json
 

@@ -79,6 +79,23 @@ def test_grpo_calls_tools_gets_varied_rewards_and_updates_the_model(smoke_run: P
         assert all(f"rewards/reward_{part}/mean" in e for e in history)
 
 
+def test_the_diagnostics_name_the_questions_each_step_trained_on(smoke_run: Path, tmp_path: Path) -> None:
+    """Each step's recorded questions are the training rows TRL read, in the curriculum's order."""
+    from sqlenv.training.config import load_config
+    from sqlenv.training.grpo import build_grpo_trainer
+
+    config = load_config(
+        REPO / "configs" / "smoke.yaml",
+        {"output_dir": str(tmp_path), "grpo.init_from": str(smoke_run / "sft" / "final")},
+    )
+    rows = build_grpo_trainer(config).train_dataset["question_id"]
+    points = json.loads((smoke_run / "grpo" / "live" / "diagnostics.json").read_text())
+    per_step = config.grpo.questions_per_step()
+    for point in points:
+        step = point["step"]
+        assert point["questions"] == rows[(step - 1) * per_step : step * per_step], step
+
+
 def test_a_grpo_step_with_the_vllm_engine_and_shared_prompts_from_the_sft_model_calls_tools(
     smoke_run: Path, spider_dir: Path, tmp_path: Path
 ) -> None:

@@ -133,7 +133,8 @@ def train_curves(
 ) -> None:
     """Held-out learning curves of several runs on one plot (e.g. dense reward vs correctness alone),
     and a table of their points, each paired question by question with its run's start and with the
-    first run at the same step (McNemar's exact test)."""
+    first run at the same step (McNemar's exact test); then whether each run trained on the first
+    run's questions, step by step (from the diagnostics beside each run's held-out points)."""
     fail_without_extra("eval", "sqlenv train curves")
     from sqlenv.training.curves import curve_comparisons, heldout_points, plot_heldout_curves
 
@@ -149,7 +150,40 @@ def train_curves(
     except FileNotFoundError as exc:
         fail(str(exc))
     _print_curve_comparisons(curve_comparisons(points), first=next(iter(labelled)))
+    _print_question_agreement(labelled)
     console.print(f"learning curves of {', '.join(labelled)} written to {path}")
+
+
+def _print_question_agreement(runs: dict[str, Path]) -> None:
+    """One line per run after the first: whether it trained on the first run's questions."""
+    from sqlenv.training.curves import question_agreement, training_questions
+
+    played = {label: training_questions(run) for label, run in runs.items()}
+    first, *others = runs
+    for label in others:
+        unrecorded = [name for name in (first, label) if played[name] is None]
+        if unrecorded:
+            console.print(
+                f"training questions: {label} against {first} unknown: {' and '.join(unrecorded)} kept no "
+                "per-step questions (a diagnostics.json with 'questions' beside its heldout.json)"
+            )
+            continue
+        agreement = question_agreement(played[first], played[label])  # type: ignore[arg-type]
+        steps, differing = agreement["steps"], agreement["differing"]
+        if not steps:
+            console.print(f"training questions: {label} and {first} recorded no step in common")
+        elif not differing:
+            console.print(
+                f"training questions: {label} played the same questions as {first}, in the same order, "
+                f"at each of the {len(steps)} steps both recorded ({steps[0]}–{steps[-1]})"
+            )
+        else:
+            step = differing[0]
+            console.print(
+                f"training questions: {label} and {first} differ at {len(differing)} of the {len(steps)} steps "
+                f"both recorded, first at step {step} ({', '.join(played[label][step])} against "  # type: ignore[index]
+                f"{', '.join(played[first][step])})"  # type: ignore[index]
+            )
 
 
 @train_app.command("diagnostics")

@@ -3,7 +3,9 @@ callback wrote (`<run>/live/heldout.json`, `sqlenv.training.live`), side by side
 one config that differ in one setting (the dense reward against correctness alone, say) are
 compared on the same questions and steps. Points that keep the questions they solved are also
 compared question by question (`paired_points`, `curve_comparisons`): each point against its run's
-start, and each run against the first at the same step, with McNemar's exact test."""
+start, and each run against the first at the same step, with McNemar's exact test. Such a comparison
+holds only if the runs trained on the same questions: `training_questions` reads what each step
+played from the run's diagnostics and `question_agreement` compares two runs step by step."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ __all__ = [
     "live_points",
     "paired_points",
     "plot_heldout_curves",
+    "question_agreement",
     "success_band",
+    "training_questions",
 ]
 
 
@@ -56,6 +60,41 @@ def heldout_points(run: Path) -> list[dict[str, Any]]:
         FileNotFoundError: no `heldout.json` there (the run measured no held-out set).
     """
     return live_points(run, "heldout.json", "set live.heldout_questions in the run's config")
+
+
+def training_questions(run: Path) -> dict[int, list[str]] | None:
+    """The questions a GRPO run trained on, step by step, from the `diagnostics.json` beside its
+    held-out points (`sqlenv.training.diagnostics`: each step's groups' questions).
+
+    Args:
+        run: a GRPO run directory (`runs/x/grpo`), its `live` folder, or a file in that folder
+            (its `heldout.json`, as `sqlenv train curves` is given, or `diagnostics.json`).
+
+    Returns:
+        step -> the step's questions, one per group in the order played; None where there are no
+        diagnostics, or none of its steps kept its questions (diagnostics written before they did).
+    """
+    folder = run.parent if run.is_file() else run
+    try:
+        points = live_points(folder, "diagnostics.json", "")
+    except FileNotFoundError:
+        return None
+    played = {int(p["step"]): list(p["questions"]) for p in points if p.get("questions")}
+    return played or None
+
+
+def question_agreement(first: dict[int, list[str]], second: dict[int, list[str]]) -> dict[str, list[int]]:
+    """Whether two runs trained on the same questions, in the same order.
+
+    Args:
+        first, second: step -> questions (`training_questions`).
+
+    Returns:
+        `steps`: the steps both recorded, in order; `differing`: those of them whose questions (or
+        their order) differ.
+    """
+    steps = sorted(set(first) & set(second))
+    return {"steps": steps, "differing": [step for step in steps if first[step] != second[step]]}
 
 
 def success_band(points: list[dict[str, Any]]) -> tuple[list[float], list[float]]:

@@ -16,7 +16,11 @@ the episode's weighted reward, whether it answered, and its tool calls and faile
 - `answer_rate`: the fraction of rollouts that ended with an answer;
 - `tool_calls_per_rollout`, `failed_calls_per_rollout`: calls, and calls that failed (bad
   arguments, a call after the episode ended, or an action the environment refused: a SQL error, a
-  table that does not exist).
+  table that does not exist);
+- `questions`: each group's question id, in the order the step played them. Two runs of one config
+  play the same questions in the same order whatever their reward weights (the rows' order is the
+  curriculum's, and TRL does not shuffle them), and `sqlenv train curves` checks it from these
+  lists, so a comparison of two runs says whether they trained on the same questions.
 
 The live callback (`sqlenv.training.live`) adds these to TRL's own logged numbers for the step
 (`kl`, `clip_ratio/*`, `completions/mean_length`, `completions/clipped_ratio`, `entropy`; and the
@@ -108,7 +112,7 @@ BLOCK_COLUMNS: tuple[tuple[str, str, int], ...] = (
 )
 
 
-def diagnostic_points(run: Path) -> list[dict[str, float]]:
+def diagnostic_points(run: Path) -> list[dict[str, Any]]:
     """The per-step diagnostics of a GRPO run.
 
     Args:
@@ -123,7 +127,7 @@ def diagnostic_points(run: Path) -> list[dict[str, float]]:
     return live_points(run, "diagnostics.json", "a GRPO run writes it to <run>/live")
 
 
-def block_means(points: list[dict[str, float]], every: int) -> list[dict[str, Any]]:
+def block_means(points: list[dict[str, Any]], every: int) -> list[dict[str, Any]]:
     """A run summed up by blocks of steps (1 to `every`, then `every` + 1 to 2 x `every`, ...):
     the mean over the block's steps of each `BLOCK_COLUMNS` number.
 
@@ -167,7 +171,7 @@ class RolloutDiagnostics:
         """
         self.group_size = group_size
         self.reward_weights = dict(reward_weights)
-        self._batches: list[list[dict[str, float]]] = []
+        self._batches: list[list[dict[str, Any]]] = []
         self._lock = threading.Lock()
 
     def observing(self, reward_function: Callable[..., list[float]]) -> Callable[..., list[float]]:
@@ -196,7 +200,7 @@ class RolloutDiagnostics:
         Args:
             environments: the rollouts' `SQLToolEnv`s, a group's next to each other.
         """
-        rows = []
+        rows: list[dict[str, Any]] = []
         for env in environments:
             parts = env._reward_parts()
             rows.append(
@@ -208,16 +212,17 @@ class RolloutDiagnostics:
                     "answered": float(env.answered),
                     "tool_calls": float(env.tool_calls),
                     "failed_calls": float(env.failed_calls),
+                    "question": env.question_id,
                 }
             )
         with self._lock:
             self._batches.append(rows)
 
-    def take(self) -> dict[str, float]:
+    def take(self) -> dict[str, Any]:
         """The diagnostics of every batch recorded since the last call (module docstring).
 
         Returns:
-            The six numbers; empty when nothing was recorded.
+            The six numbers and the groups' questions; empty when nothing was recorded.
         """
         with self._lock:
             batches, self._batches = self._batches, []
@@ -243,4 +248,5 @@ class RolloutDiagnostics:
             "answer_rate": sum(row["answered"] for row in rollouts) / count,
             "tool_calls_per_rollout": sum(row["tool_calls"] for row in rollouts) / count,
             "failed_calls_per_rollout": sum(row["failed_calls"] for row in rollouts) / count,
+            "questions": [group[0]["question"] for group in grouped],
         }

@@ -78,7 +78,7 @@ class LiveVisualizationCallback(TrainerCallback):
         # Where the run's episodes generate: None for transformers on the model being trained.
         self.reply_generator: Callable[[], ReplyGenerator] | None = None
         self.diagnostics: RolloutDiagnostics | None = None  # a GRPO run's rollouts, per step
-        self.diagnostic_points: list[dict[str, float]] = []
+        self.diagnostic_points: list[dict[str, Any]] = []
 
     # ---- trainer events ----------------------------------------------------------------------
 
@@ -137,7 +137,7 @@ class LiveVisualizationCallback(TrainerCallback):
         self.plot_summary(self.dir / "summary.png")
         (self.dir / "log.json").write_text(json.dumps(self.logs, indent=1), encoding="utf-8")
 
-    def record_diagnostics(self, logs: dict[str, Any], step: int) -> dict[str, float]:
+    def record_diagnostics(self, logs: dict[str, Any], step: int) -> dict[str, Any]:
         """The step's diagnostics: the rollouts' (`self.diagnostics`) and TRL's logged ones;
         appended to `diagnostics.json`, and plotted every `plot_every` steps.
 
@@ -151,7 +151,7 @@ class LiveVisualizationCallback(TrainerCallback):
         from sqlenv.training.diagnostics import TRL_DIAGNOSTIC_KEYS, TRL_STEP_KEYS
 
         assert self.diagnostics is not None
-        point: dict[str, float] = {"step": step, **self.diagnostics.take()}
+        point: dict[str, Any] = {"step": step, **self.diagnostics.take()}
         point.update({key: float(logs[key]) for key in TRL_DIAGNOSTIC_KEYS + TRL_STEP_KEYS if key in logs})
         self.diagnostic_points = [p for p in self.diagnostic_points if p["step"] != step] + [point]
         (self.dir / "diagnostics.json").write_text(json.dumps(self.diagnostic_points, indent=1), encoding="utf-8")

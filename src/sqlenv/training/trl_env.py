@@ -83,6 +83,7 @@ class SQLToolEnv:
         self._terminal = 0.0
         self.tool_calls = 0  # every call the rollout made, failed ones included
         self.failed_calls = 0  # calls that raised (bad arguments, after the end) or the environment refused
+        self.question_id: str | None = None  # the episode's question: the diagnostics record it per step
         self.observation: SQLObservation | None = None
 
     def reset(self, **row: Any) -> str | None:
@@ -93,6 +94,7 @@ class SQLToolEnv:
             raise ValueError("a training row needs a 'question_id' column naming the episode's question")
         self._clear()
         self.observation = self._env.reset(question_id=question_id)
+        self.question_id = question_id
         self._started = True
         return None
 
