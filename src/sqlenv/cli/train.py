@@ -161,14 +161,15 @@ def _print_question_agreement(runs: dict[str, Path]) -> None:
     played = {label: training_questions(run) for label, run in runs.items()}
     first, *others = runs
     for label in others:
-        unrecorded = [name for name in (first, label) if played[name] is None]
-        if unrecorded:
+        theirs, ours = played[first], played[label]
+        if theirs is None or ours is None:
+            unrecorded = [name for name in (first, label) if played[name] is None]
             console.print(
                 f"training questions: {label} against {first} unknown: {' and '.join(unrecorded)} kept no "
                 "per-step questions (a diagnostics.json with 'questions' beside its heldout.json)"
             )
             continue
-        agreement = question_agreement(played[first], played[label])  # type: ignore[arg-type]
+        agreement = question_agreement(theirs, ours)
         steps, differing = agreement["steps"], agreement["differing"]
         if not steps:
             console.print(f"training questions: {label} and {first} recorded no step in common")
@@ -181,8 +182,7 @@ def _print_question_agreement(runs: dict[str, Path]) -> None:
             step = differing[0]
             console.print(
                 f"training questions: {label} and {first} differ at {len(differing)} of the {len(steps)} steps "
-                f"both recorded, first at step {step} ({', '.join(played[label][step])} against "  # type: ignore[index]
-                f"{', '.join(played[first][step])})"  # type: ignore[index]
+                f"both recorded, first at step {step} ({', '.join(ours[step])} against {', '.join(theirs[step])})"
             )
 
 
