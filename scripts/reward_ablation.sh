@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The reward ablation docs/results.md reports, from configs/cpu-qwen0.5b.yaml: the same GRPO run with
+# the dense reward and with the correctness reward alone, on the same questions, then both held-out
+# curves on one plot. Its stages, in order; each is skipped when its result exists, and each
+# continues where a stop left it, so the same command, in every sitting, carries it to the end:
+#
+#   1. sft         the SFT warm-up (runs/cpu-qwen0.5b/sft/final; the base model fetched first)
+#   2. pass-rates  its pass rates on the train questions (4 samples at temperature 1.0, journal
+#                  runs/journal-qwen05-sft-train-T1x4), written as the table TABLE
+#   3. correctness GRPO with the correctness reward alone (runs/cpu-qwen0.5b-correctness)
+#   4. dense       GRPO with the config's dense reward (runs/cpu-qwen0.5b-dense)
+#   5. curves      both held-out curves on one plot (runs/reports/reward-ablation.png), and whether
+#                  the two arms trained on the same questions at every step
+#
+# Both arms start from the stage-1 model and read their questions from TABLE (a committed table is
+# used as it is: the kept questions then do not depend on the SFT model rebuilt in this sitting).
+#
+#   bash scripts/reward_ablation.sh [--dry-run]
+#
+#   --dry-run   print each stage as done or as the command it would run next, and run nothing
+#
+# Run it in the background: nohup bash scripts/reward_ablation.sh > runs/reward-ablation.log 2>&1 &
+# Environment: SQLENV_SPIDER_DIR (default ../shared/spider), SQLENV_PYTHON (default .venv/bin/python),
+# SQLENV_ABLATION_TABLE (TABLE, default docs/results/qwen05-sft-pass-rates.json).
+set -euo pipefail
+
+dry_run=false
+[[ $# -le 1 ]] || set -- "$*"  # more than one argument is refused below as one
+case ${1:-} in
+    "") ;;
+    --dry-run) dry_run=true ;;
+    *)
+        echo "unknown argument '$1'; usage:" >&2
+        sed -n '18,20p' "$0" >&2
+        exit 2
+        ;;
+esac
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+config=$repo/configs/cpu-qwen0.5b.yaml
+spider_dir=${SQLENV_SPIDER_DIR:-../shared/spider}
+python=${SQLENV_PYTHON:-.venv/bin/python}
+table=${SQLENV_ABLATION_TABLE:-docs/results/qwen05-sft-pass-rates.json}
+sft=runs/cpu-qwen0.5b/sft
+journal=runs/journal-qwen05-sft-train-T1x4
+report=runs/reports/qwen05-sft-train-T1x4
+sqlenv=("$python" -m sqlenv.cli)
+
+# The allocator the GRPO runs were measured with (docs/training.md, "Configs"): Ray's jemalloc,
+# where Ray is installed.
+jemalloc=$("$python" -c 'import pathlib, ray
+lib = pathlib.Path(ray.__file__).parent / "core" / "libjemalloc.so"
+print(lib if lib.is_file() else "")' 2> /dev/null || true)
+preload=()
+[[ -n $jemalloc ]] && preload=(env "LD_PRELOAD=$jemalloc")
+
+say() { echo "== $* ($(date -u +%H:%M:%S))"; }
+
+# Run a stage's command, or print it under --dry-run (words quoted where the shell needs it).
+run() {
+    if $dry_run; then
+        local word words=()
+        for word in "$@"; do
+            if [[ $word =~ ^[A-Za-z0-9_./=:,+@%-]+$ ]]; then words+=("$word"); else words+=("${word@Q}"); fi
+        done
+        echo "   would run: ${words[*]}"
+    else
+        "$@"
+    fi
+}
+
+# The last checkpoint-N folder a stopped run left in DIR, if any.
+has_checkpoint() { compgen -G "$1/checkpoint-*" > /dev/null; }
+
+if [[ -f $sft/final/config.json ]]; then
+    say "1 sft: done ($sft/final)"
+else
+    say "1 sft: training $sft/final"
+    resume=()
+    has_checkpoint "$sft" && resume=(--resume)
+    run "${sqlenv[@]}" models fetch qwen2.5-coder-0.5b
+    run "${sqlenv[@]}" train sft --config "$config" --spider-dir "$spider_dir" "${resume[@]}"
+fi
+
+if [[ -f $table ]]; then
+    say "2 pass-rates: done ($table)"
+else
+    played=0
+    [[ -d $journal ]] && played=$(cat "$journal"/*.jsonl 2> /dev/null | grep -c '"index"' || true)
+    say "2 pass-rates: playing the train questions ($played episodes in $journal), then writing $table"
+    run "${sqlenv[@]}" eval --policy "$sft/final" --dataset spider10 --split train --spider-dir "$spider_dir" \
+        --temperature 1.0 --samples 4 --parallel 16 --journal "$journal" --report "$report" \
+        --json "$report.json"
+    run mkdir -p "$(dirname "$table")"
+    run "${sqlenv[@]}" train pass-rates "$report" --out "$table"
+fi
+
+# One GRPO arm: LABEL, its run folder, then its --set overrides beyond the shared ones.
+arm() {
+    local stage=$1 out=$2
+    shift 2
+    if [[ -d $out/grpo/final ]]; then
+        say "$stage: done ($out/grpo/final)"
+        return
+    fi
+    local resume=()
+    has_checkpoint "$out/grpo" && resume=(--resume)
+    say "$stage: training $out/grpo${resume:+ (continuing from its last checkpoint)}"
+    run "${preload[@]}" "${sqlenv[@]}" train grpo --config "$config" \
+        --spider-dir "$spider_dir" --set "output_dir=$out" --set "grpo.init_from=$sft/final" \
+        --set "grpo.pass_rates_from=$table" "$@" "${resume[@]}"
+}
+
+arm "3 correctness" runs/cpu-qwen0.5b-correctness \
+    --set "grpo.reward_weights={correctness: 1.0, progress: 0.0, operational: 0.0}"
+arm "4 dense" runs/cpu-qwen0.5b-dense
+
+say "5 curves: runs/reports/reward-ablation.png"
+run mkdir -p runs/reports
+run "${sqlenv[@]}" train curves "dense=runs/cpu-qwen0.5b-dense/grpo" \
+    "correctness only=runs/cpu-qwen0.5b-correctness/grpo" --out runs/reports/reward-ablation.png
