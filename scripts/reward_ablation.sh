@@ -6,7 +6,8 @@
 #
 #   1. sft         the SFT warm-up (runs/cpu-qwen0.5b/sft/final; the base model fetched first)
 #   2. pass-rates  its pass rates on the train questions (4 samples at temperature 1.0, journal
-#                  runs/journal-qwen05-sft-train-T1x4), written as the table TABLE
+#                  runs/journal-qwen05-sft-train-T1x4), written as the table
+#                  docs/results/qwen05-sft-pass-rates.json (TABLE)
 #   3. correctness GRPO with the correctness reward alone (runs/cpu-qwen0.5b-correctness)
 #   4. dense       GRPO with the config's dense reward (runs/cpu-qwen0.5b-dense)
 #   5. curves      both held-out curves on one plot (runs/reports/reward-ablation.png), and whether
@@ -20,8 +21,7 @@
 #   --dry-run   print each stage as done or as the command it would run next, and run nothing
 #
 # Run it in the background: nohup bash scripts/reward_ablation.sh > runs/reward-ablation.log 2>&1 &
-# Environment: SQLENV_SPIDER_DIR (default ../shared/spider), SQLENV_PYTHON (default .venv/bin/python),
-# SQLENV_ABLATION_TABLE (TABLE, default docs/results/qwen05-sft-pass-rates.json).
+# Environment: SQLENV_SPIDER_DIR (default ../shared/spider), SQLENV_PYTHON (default .venv/bin/python).
 set -euo pipefail
 
 dry_run=false
@@ -31,7 +31,7 @@ case ${1:-} in
     --dry-run) dry_run=true ;;
     *)
         echo "unknown argument '$1'; usage:" >&2
-        sed -n '18,20p' "$0" >&2
+        sed -n '19,21p' "$0" >&2
         exit 2
         ;;
 esac
@@ -40,7 +40,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 config=$repo/configs/cpu-qwen0.5b.yaml
 spider_dir=${SQLENV_SPIDER_DIR:-../shared/spider}
 python=${SQLENV_PYTHON:-.venv/bin/python}
-table=${SQLENV_ABLATION_TABLE:-docs/results/qwen05-sft-pass-rates.json}
+table=docs/results/qwen05-sft-pass-rates.json
 sft=runs/cpu-qwen0.5b/sft
 journal=runs/journal-qwen05-sft-train-T1x4
 report=runs/reports/qwen05-sft-train-T1x4
@@ -69,7 +69,7 @@ run() {
     fi
 }
 
-# The last checkpoint-N folder a stopped run left in DIR, if any.
+# Whether a stopped run left a checkpoint-N folder in DIR (then it continues from the last).
 has_checkpoint() { compgen -G "$1/checkpoint-*" > /dev/null; }
 
 if [[ -f $sft/final/config.json ]]; then
