@@ -72,7 +72,9 @@ run() {
 # Whether a stopped run left a checkpoint-N folder in DIR (then it continues from the last).
 has_checkpoint() { compgen -G "$1/checkpoint-*" > /dev/null; }
 
-if [[ -f $sft/final/config.json ]]; then
+# A training run is done when it has written its log history: the last thing it writes, after its
+# final model (a run stopped while saving that model is not done, and continues from a checkpoint).
+if [[ -f $sft/log_history.json ]]; then
     say "1 sft: done ($sft/final)"
 else
     say "1 sft: training $sft/final"
@@ -99,7 +101,7 @@ fi
 arm() {
     local stage=$1 out=$2
     shift 2
-    if [[ -d $out/grpo/final ]]; then
+    if [[ -f $out/grpo/log_history.json ]]; then
         say "$stage: done ($out/grpo/final)"
         return
     fi

@@ -41,9 +41,9 @@ def _options(args: list[str], name: str) -> list[str]:
 
 def _sft_model_and_pass_rates_done(cwd: Path) -> Path:
     """Stages 1 and 2 as their results leave them (what the script looks for); the table's path."""
-    final = cwd / "runs" / "cpu-qwen0.5b" / "sft" / "final"
-    final.mkdir(parents=True)
-    (final / "config.json").write_text("{}")
+    sft = cwd / "runs" / "cpu-qwen0.5b" / "sft"
+    (sft / "final").mkdir(parents=True)
+    (sft / "log_history.json").write_text("[]")  # written last, after the final model
     table = cwd / "docs" / "results" / "qwen05-sft-pass-rates.json"
     table.parent.mkdir(parents=True)
     table.write_text("{}")
@@ -85,7 +85,9 @@ def test_a_fresh_checkout_plans_every_stage_and_both_arms_differ_only_in_their_r
 
 def test_finished_stages_are_skipped_and_a_stopped_arm_continues_from_its_checkpoint(tmp_path: Path) -> None:
     table = _sft_model_and_pass_rates_done(tmp_path)
-    (tmp_path / "runs" / "cpu-qwen0.5b-correctness" / "grpo" / "checkpoint-42").mkdir(parents=True)
+    stopped = tmp_path / "runs" / "cpu-qwen0.5b-correctness" / "grpo"
+    (stopped / "checkpoint-42").mkdir(parents=True)
+    (stopped / "final").mkdir()  # stopped while saving its final model: not done
 
     result = _run(tmp_path, "--dry-run")
     assert result.returncode == 0, result.stderr
@@ -112,8 +114,8 @@ def test_with_both_arms_trained_it_draws_their_curves_and_compares_their_questio
     _sft_model_and_pass_rates_done(tmp_path)
     for arm, success in (("dense", 0.3), ("correctness", 0.2)):
         grpo = tmp_path / "runs" / f"cpu-qwen0.5b-{arm}" / "grpo"
-        (grpo / "final").mkdir(parents=True)
-        (grpo / "live").mkdir()
+        (grpo / "live").mkdir(parents=True)
+        (grpo / "log_history.json").write_text("[]")
         (grpo / "live" / "heldout.json").write_text(json.dumps([
             {"step": s, "n": 100, "success": v, "success_twin": v, "success_new_sql": v, "mean_reward": v,
              "format_error_rate": 0.0}
