@@ -224,3 +224,25 @@ def test_the_pass_rates_command_counts_questions_by_difficulty_and_writes_the_ta
     assert again.exit_code == 0 and row in again.output
     missing = CliRunner().invoke(app, ["train", "pass-rates", str(tmp_path / "nothing.json")])
     assert missing.exit_code != 0 and "no such file" in missing.output
+
+
+def test_the_cpu_recipe_reads_the_shipped_pass_rate_table_of_its_own_questions(spider10) -> None:
+    """configs/cpu-qwen0.5b.yaml trains on the questions of the table kept under docs/results: every
+    spider10 train question, played as many times each, sampled at the run's own temperature."""
+    pytest.importorskip("yaml")
+    from sqlenv.training.config import load_config
+    from sqlenv.training.pass_rates import questions_in_pass_rate_range, read_pass_rates
+
+    config = load_config(REPO / "configs" / "cpu-qwen0.5b.yaml")
+    table = REPO / config.grpo.pass_rates_from
+    assert table.parent == REPO / "docs" / "results", "the recipe's pass rates must be a table kept in the repository"
+    rates = read_pass_rates(table)
+    assert (rates.dataset, rates.split, rates.answer_modes) == ("spider10", "train", frozenset({config.answer_mode}))
+    assert rates.decoding == f"temperature {config.grpo.temperature:g}"
+    train = {q.question_id: q.difficulty for q in spider10.split("train")}
+    assert {q: row[0] for q, row in rates.questions.items()} == train
+    assert {row[2] for row in rates.questions.values()} == {4}
+    low, high = config.grpo.pass_rate_range
+    keep, counts = questions_in_pass_rate_range(table, dataset="spider10", answer_mode=config.answer_mode, low=low, high=high)
+    assert counts["questions"] == len(train) and keep
+    assert all(low <= rates.questions[q][1] / 4 <= high for q in keep)
