@@ -90,8 +90,8 @@ else
     played=0
     [[ -d $journal ]] && played=$(cat "$journal"/*.jsonl 2> /dev/null | grep -c '"index"' || true)
     say "2 pass-rates: playing the train questions ($played episodes in $journal), then writing $table"
-    # 32 episodes at once: on a 2-core Intel Xeon (AVX-512 BF16, no AMX) this play ran at ~7.0
-    # episodes a minute over an hour at 32 against ~5.4 over 67 minutes at 16 (other questions of
+    # 32 episodes at once: on a 2-core Intel Xeon (AVX-512 BF16, no AMX) this play ran at 5-7
+    # episodes a minute at 32 (two sittings) against ~5.4 over 67 minutes at 16 (other questions of
     # the same plan; the journal does not depend on it)
     run "${sqlenv[@]}" eval --policy "$sft/final" --dataset spider10 --split train --spider-dir "$spider_dir" \
         --temperature 1.0 --samples 4 --parallel 32 --journal "$journal" --report "$report" \
