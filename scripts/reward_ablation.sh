@@ -69,8 +69,10 @@ run() {
     fi
 }
 
-# Whether a stopped run left a checkpoint-N folder in DIR (then it continues from the last).
-has_checkpoint() { compgen -G "$1/checkpoint-*" > /dev/null; }
+# Whether a stopped run left a finished checkpoint-N folder in DIR (then it continues from the last
+# finished one). The trainer writes trainer_state.json last: a run stopped while saving its first
+# checkpoint has none finished, and starts again.
+has_checkpoint() { compgen -G "$1/checkpoint-*/trainer_state.json" > /dev/null; }
 
 # A training run is done when it has written its log history: the last thing it writes, after its
 # final model (a run stopped while saving that model is not done, and continues from a checkpoint).

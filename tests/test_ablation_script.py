@@ -6,6 +6,7 @@ curves."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -87,6 +88,8 @@ def test_finished_stages_are_skipped_and_a_stopped_arm_continues_from_its_checkp
     table = _sft_model_and_pass_rates_done(tmp_path)
     stopped = tmp_path / "runs" / "cpu-qwen0.5b-correctness" / "grpo"
     (stopped / "checkpoint-42").mkdir(parents=True)
+    (stopped / "checkpoint-42" / "trainer_state.json").write_text("{}")  # the Trainer writes it last
+    (stopped / "checkpoint-44").mkdir()  # stopped while saving it: the run continues from 42
     (stopped / "final").mkdir()  # stopped while saving its final model: not done
 
     result = _run(tmp_path, "--dry-run")
@@ -96,6 +99,14 @@ def test_finished_stages_are_skipped_and_a_stopped_arm_continues_from_its_checkp
     assert "3 correctness: training runs/cpu-qwen0.5b-correctness/grpo (continuing from its last checkpoint)" in result.stdout
     grpo = [c for c in map(_sqlenv_command, _planned(result.stdout)) if c[:2] == ["train", "grpo"]]
     assert len(grpo) == 2 and grpo[0][-1] == "--resume" and "--resume" not in grpo[1]
+
+    # Stopped while saving its first checkpoint: nothing to continue from, so the arm starts again
+    # (`--resume` would refuse: tests/test_checkpoints.py).
+    (stopped / "checkpoint-42" / "trainer_state.json").unlink()
+    result = _run(tmp_path, "--dry-run")
+    assert re.search(r"3 correctness: training runs/cpu-qwen0.5b-correctness/grpo \(\d\d:\d\d:\d\d\)", result.stdout)
+    grpo = [c for c in map(_sqlenv_command, _planned(result.stdout)) if c[:2] == ["train", "grpo"]]
+    assert len(grpo) == 2 and not any("--resume" in command for command in grpo)
 
     # Without a table, the play continues its journal: the dry run says how far it got.
     table.unlink()

@@ -180,8 +180,11 @@ def test_a_model_trained_with_solved_examples_is_evaluated_with_them(
     assert EXAMPLES_HEADING in question["content"]
 
 
-def test_grpo_resumes_from_its_last_checkpoint(smoke_run: Path, spider_dir: Path) -> None:
+def test_grpo_resumes_from_its_last_finished_checkpoint(smoke_run: Path, spider_dir: Path) -> None:
     assert (smoke_run / "grpo" / "checkpoint-2").is_dir()
+    # A run killed while saving step 3 leaves a folder without the state the Trainer writes last;
+    # the Trainer alone would resume from it (the highest number) and fail on the missing weights.
+    (smoke_run / "grpo" / "checkpoint-3").mkdir()
     _train(
         "grpo", smoke_run, spider_dir, "--resume", "--set", "grpo.max_steps=3", "--set", "live.eval_every=0"
     )

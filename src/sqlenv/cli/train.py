@@ -52,6 +52,16 @@ def _train_config(config: Path, spider_dir: Path | None, overrides: list[str] | 
         fail(str(exc))
 
 
+def _require_checkpoint(run_dir: Path) -> None:
+    """End `--resume` with a clear error when `run_dir` holds no finished checkpoint to continue from."""
+    from sqlenv.training.checkpoints import resume_checkpoint
+
+    try:
+        resume_checkpoint(run_dir)
+    except ValueError as exc:
+        fail(str(exc))
+
+
 @train_app.command("sft")
 def train_sft(
     config: ConfigOption,
@@ -64,6 +74,8 @@ def train_sft(
     from sqlenv.training.sft import run_sft
 
     settings = _train_config(config, spider_dir, set_values)
+    if resume:
+        _require_checkpoint(settings.sft_dir)
     final = run_sft(settings, resume=resume, console=console)
     console.print(f"SFT model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
 
@@ -80,6 +92,8 @@ def train_grpo(
     from sqlenv.training.grpo import run_grpo
 
     settings = _train_config(config, spider_dir, set_values)
+    if resume:
+        _require_checkpoint(settings.grpo_dir)
     final = run_grpo(settings, resume=resume, console=console)
     console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
 

@@ -268,11 +268,14 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
 
 def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
     from sqlenv.agents.solved_examples import write_prompt_settings
+    from sqlenv.training.checkpoints import resume_checkpoint
 
-    trainer = build_grpo_trainer(config, console=console)
     out = config.grpo_dir
+    # Found before the trainer loads the model and the engine, so a missing checkpoint fails at once.
+    checkpoint = str(resume_checkpoint(out)) if resume else None
+    trainer = build_grpo_trainer(config, console=console)
     tokenizer = trainer.processing_class
-    trainer.train(resume_from_checkpoint=resume or None)
+    trainer.train(resume_from_checkpoint=checkpoint)
     final = out / "final"
     final_model = trainer.model.merge_and_unload() if config.grpo.lora.enabled else trainer.model
     final_model.save_pretrained(str(final))

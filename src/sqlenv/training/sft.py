@@ -29,6 +29,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
 
     from sqlenv.agents.solved_examples import write_prompt_settings
     from sqlenv.data import load_dataset
+    from sqlenv.training.checkpoints import resume_checkpoint
     from sqlenv.training.live import LiveVisualizationCallback
     from sqlenv.training.models import (
         bf16_for,
@@ -43,6 +44,8 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
     from sqlenv.training.token_check import protocol_tokens, token_losses
 
     set_threads(config.threads)
+    # Found before anything loads, so a missing checkpoint fails at once.
+    checkpoint = str(resume_checkpoint(config.sft_dir)) if resume else None
     section = config.sft
     dataset = load_dataset(config.dataset, config.spider_dir)
     tokenizer, model = load_trainable(config.model)
@@ -117,7 +120,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         ],
         **extra,
     )
-    trainer.train(resume_from_checkpoint=resume or None)
+    trainer.train(resume_from_checkpoint=checkpoint)
     if section.shared_prefix:
         counts |= {"shared_prefix_steps": trainer.shared_steps, "plain_steps": trainer.plain_steps}
         if console is not None:
