@@ -247,7 +247,10 @@ def test_the_live_callback_writes_and_resumes_the_diagnostics(demo_dataset, tmp_
     state = TrainerState()
     callback.on_train_begin(None, state, None)
     record = _a_train_question(demo_dataset)
+    reader = None
     for step in (1, 2):
+        if step == 2:  # a reader of step 1's file (as a resumed run is, after a kill mid-write)
+            reader = (tmp_path / "live" / "diagnostics.json").open(encoding="utf-8")
         envs = [SQLToolEnv(demo_dataset, split="train") for _ in range(2)]
         for env in envs:
             env.reset(question_id=record.question_id)
@@ -259,6 +262,12 @@ def test_the_live_callback_writes_and_resumes_the_diagnostics(demo_dataset, tmp_
     callback.on_log(None, state, None, logs={"train_runtime": 12.0})  # the run's summary: not a step
     saved = json.loads((tmp_path / "live" / "diagnostics.json").read_text())
     assert [p["step"] for p in saved] == [1, 2]
+    # Step 2's write replaced the file whole, never rewrote step 1's in place: a kill during a write
+    # leaves the previous version for the resumed run to read, not an empty or cut file.
+    assert reader is not None
+    with reader:
+        assert [p["step"] for p in json.loads(reader.read())] == [1]
+    assert not [f.name for f in (tmp_path / "live").iterdir() if f.name.endswith(".tmp")]
     assert saved[1]["kl"] == 0.02 and saved[1]["groups_all_equal"] == 1.0 and saved[1]["answer_rate"] == 0.0
     assert (saved[1]["reward"], saved[1]["rewards/reward_correctness/mean"]) == (0.1, 0.25)
     assert (saved[1]["grad_norm"], saved[1]["step_time"]) == (0.3, 140.0) and "loss" not in saved[1]

@@ -31,11 +31,23 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
+from sqlenv.data.cache import write_bytes_atomic
 from sqlenv.training.config import TrainConfig
 
 if TYPE_CHECKING:
     from sqlenv.agents.engines import ReplyGenerator
     from sqlenv.training.diagnostics import RolloutDiagnostics
+
+
+def _write_json(path: Path, value: Any) -> None:
+    """Write `value` as JSON to `path`, replacing the file whole (a temp file, then a rename).
+
+    A sitting ends with a kill, which can land in a write: the previous version then stays, whole,
+    for the resumed run to read (`on_train_begin`), where a file rewritten in place would be left
+    empty or cut. Sets (as in a report's JSON) are written as lists.
+    """
+    write_bytes_atomic(path, json.dumps(value, indent=1, default=list).encode("utf-8"))
+
 
 REWARD_KEYS = {
     "reward": "total reward",
@@ -135,7 +147,7 @@ class LiveVisualizationCallback(TrainerCallback):
             self.measure_heldout(model, state.global_step)
         self.plot_curves(self.dir / "curves.png")
         self.plot_summary(self.dir / "summary.png")
-        (self.dir / "log.json").write_text(json.dumps(self.logs, indent=1), encoding="utf-8")
+        _write_json(self.dir / "log.json", self.logs)
 
     def record_diagnostics(self, logs: dict[str, Any], step: int) -> dict[str, Any]:
         """The step's diagnostics: the rollouts' (`self.diagnostics`) and TRL's logged ones;
@@ -154,7 +166,7 @@ class LiveVisualizationCallback(TrainerCallback):
         point: dict[str, Any] = {"step": step, **self.diagnostics.take()}
         point.update({key: float(logs[key]) for key in TRL_DIAGNOSTIC_KEYS + TRL_STEP_KEYS if key in logs})
         self.diagnostic_points = [p for p in self.diagnostic_points if p["step"] != step] + [point]
-        (self.dir / "diagnostics.json").write_text(json.dumps(self.diagnostic_points, indent=1), encoding="utf-8")
+        _write_json(self.dir / "diagnostics.json", self.diagnostic_points)
         if self.live.plot_every and step % self.live.plot_every == 0:
             self.plot_diagnostics(self.dir / "diagnostics.png")
         return point
@@ -220,7 +232,7 @@ class LiveVisualizationCallback(TrainerCallback):
         for split in ("train", "eval"):
             point[split] = self._evaluate(model, split, n).success_rate
         self.success.append(point)
-        (self.dir / "success.json").write_text(json.dumps(self.success, indent=1), encoding="utf-8")
+        _write_json(self.dir / "success.json", self.success)
         self.plot_success(self.dir / "success.png")
         return point
 
@@ -266,11 +278,9 @@ class LiveVisualizationCallback(TrainerCallback):
             "mean_steps": result.avg_steps,
             "solved": sorted(e.question_id for e in result.episodes if e.success),
         }
-        (self.dir / f"heldout-step{step}.json").write_text(
-            json.dumps(result.to_json(), indent=1, default=list), encoding="utf-8"
-        )
+        _write_json(self.dir / f"heldout-step{step}.json", result.to_json())
         self.heldout = [p for p in self.heldout if p["step"] != step] + [point]
-        (self.dir / "heldout.json").write_text(json.dumps(self.heldout, indent=1), encoding="utf-8")
+        _write_json(self.dir / "heldout.json", self.heldout)
         self.plot_learning_curve(self.dir / "learning_curve.png")
         return point
 
