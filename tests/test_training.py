@@ -268,6 +268,9 @@ def test_the_live_callback_writes_and_resumes_the_diagnostics(demo_dataset, tmp_
     with reader:
         assert [p["step"] for p in json.loads(reader.read())] == [1]
     assert not [f.name for f in (tmp_path / "live").iterdir() if f.name.endswith(".tmp")]
+    plain = tmp_path / "plain.json"  # a file opened as any new file is: the umask sets its mode
+    plain.write_text("[]")
+    assert (tmp_path / "live" / "diagnostics.json").stat().st_mode == plain.stat().st_mode
     assert saved[1]["kl"] == 0.02 and saved[1]["groups_all_equal"] == 1.0 and saved[1]["answer_rate"] == 0.0
     assert (saved[1]["reward"], saved[1]["rewards/reward_correctness/mean"]) == (0.1, 0.25)
     assert (saved[1]["grad_norm"], saved[1]["step_time"]) == (0.3, 140.0) and "loss" not in saved[1]
