@@ -52,16 +52,6 @@ def _train_config(config: Path, spider_dir: Path | None, overrides: list[str] | 
         fail(str(exc))
 
 
-def _require_checkpoint(run_dir: Path) -> None:
-    """End `--resume` with a clear error when `run_dir` holds no finished checkpoint to continue from."""
-    from sqlenv.training.checkpoints import resume_checkpoint
-
-    try:
-        resume_checkpoint(run_dir)
-    except ValueError as exc:
-        fail(str(exc))
-
-
 @train_app.command("sft")
 def train_sft(
     config: ConfigOption,
@@ -71,12 +61,14 @@ def train_sft(
 ) -> None:
     """SFT warm-up on oracle trajectories (TRL SFTTrainer); saves <output_dir>/sft/final."""
     require_training_extra("sqlenv train sft")
+    from sqlenv.training.checkpoints import NoFinishedCheckpointError
     from sqlenv.training.sft import run_sft
 
     settings = _train_config(config, spider_dir, set_values)
-    if resume:
-        _require_checkpoint(settings.sft_dir)
-    final = run_sft(settings, resume=resume, console=console)
+    try:  # run_sft finds the checkpoint before anything loads
+        final = run_sft(settings, resume=resume, console=console)
+    except NoFinishedCheckpointError as exc:
+        fail(str(exc))
     console.print(f"SFT model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
 
 
@@ -89,12 +81,14 @@ def train_grpo(
 ) -> None:
     """GRPO through environment_factory, from the SFT model when the config enables SFT."""
     require_training_extra("sqlenv train grpo")
+    from sqlenv.training.checkpoints import NoFinishedCheckpointError
     from sqlenv.training.grpo import run_grpo
 
     settings = _train_config(config, spider_dir, set_values)
-    if resume:
-        _require_checkpoint(settings.grpo_dir)
-    final = run_grpo(settings, resume=resume, console=console)
+    try:  # run_grpo finds the checkpoint before anything loads
+        final = run_grpo(settings, resume=resume, console=console)
+    except NoFinishedCheckpointError as exc:
+        fail(str(exc))
     console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
 
 

@@ -18,6 +18,10 @@ FINISHED_MARKER = "trainer_state.json"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
+class NoFinishedCheckpointError(ValueError):
+    """`--resume` found no checkpoint whose saving finished (the message says what it found)."""
+
+
 def checkpoint_folders(run_dir: Path) -> list[Path]:
     """The `checkpoint-N` folders of a run directory, oldest (lowest N) first.
 
@@ -52,7 +56,7 @@ def resume_checkpoint(run_dir: Path) -> Path:
         The newest finished `checkpoint-N` folder.
 
     Raises:
-        ValueError: there is no finished checkpoint (none at all, or only half-written ones, which
+        NoFinishedCheckpointError: there is no finished checkpoint (none at all, or only half-written ones, which
             the message names).
     """
     folders = checkpoint_folders(run_dir)
@@ -60,9 +64,9 @@ def resume_checkpoint(run_dir: Path) -> Path:
     if finished:
         return finished[-1]
     if not folders:
-        raise ValueError(f"--resume: no checkpoint-N folder in {run_dir}; run without --resume to start the run")
+        raise NoFinishedCheckpointError(f"--resume: no checkpoint-N folder in {run_dir}; run without --resume to start the run")
     names = ", ".join(folder.name for folder in folders)
-    raise ValueError(
+    raise NoFinishedCheckpointError(
         f"--resume: no finished checkpoint in {run_dir}: {names} lack {FINISHED_MARKER} (the run stopped "
         "while saving); delete them and run without --resume to start the run again"
     )
