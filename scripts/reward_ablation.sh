@@ -8,8 +8,9 @@
 #   2. pass-rates  its pass rates on the train questions (4 samples at temperature 1.0, journal
 #                  runs/journal-qwen05-sft-train-T1x4), written as the table
 #                  docs/results/qwen05-sft-pass-rates.json (TABLE)
-#   3. correctness GRPO with the correctness reward alone (runs/cpu-qwen0.5b-correctness)
-#   4. dense       GRPO with the config's dense reward (runs/cpu-qwen0.5b-dense)
+#   3. dense       GRPO with the config's dense reward (runs/cpu-qwen0.5b-dense): the learning
+#                  curve docs/results.md leads with, so it trains first
+#   4. correctness GRPO with the correctness reward alone (runs/cpu-qwen0.5b-correctness)
 #   5. curves      both held-out curves on one plot (runs/reports/reward-ablation.png), and whether
 #                  the two arms trained on the same questions at every step
 #
@@ -118,9 +119,9 @@ arm() {
         --set "grpo.pass_rates_from=$table" "$@" "${resume[@]}"
 }
 
-arm "3 correctness" runs/cpu-qwen0.5b-correctness \
+arm "3 dense" runs/cpu-qwen0.5b-dense
+arm "4 correctness" runs/cpu-qwen0.5b-correctness \
     --set "grpo.reward_weights={correctness: 1.0, progress: 0.0, operational: 0.0}"
-arm "4 dense" runs/cpu-qwen0.5b-dense
 
 say "5 curves: runs/reports/reward-ablation.png"
 run mkdir -p runs/reports

@@ -86,7 +86,7 @@ def test_a_fresh_checkout_plans_every_stage_and_both_arms_differ_only_in_their_r
 
 def test_finished_stages_are_skipped_and_a_stopped_arm_continues_from_its_checkpoint(tmp_path: Path) -> None:
     table = _sft_model_and_pass_rates_done(tmp_path)
-    stopped = tmp_path / "runs" / "cpu-qwen0.5b-correctness" / "grpo"
+    stopped = tmp_path / "runs" / "cpu-qwen0.5b-dense" / "grpo"
     (stopped / "checkpoint-42").mkdir(parents=True)
     (stopped / "checkpoint-42" / "trainer_state.json").write_text("{}")  # the Trainer writes it last
     (stopped / "checkpoint-44").mkdir()  # stopped while saving it: the run continues from 42
@@ -96,7 +96,7 @@ def test_finished_stages_are_skipped_and_a_stopped_arm_continues_from_its_checkp
     assert result.returncode == 0, result.stderr
     assert "1 sft: done (runs/cpu-qwen0.5b/sft/final)" in result.stdout
     assert "2 pass-rates: done (docs/results/qwen05-sft-pass-rates.json)" in result.stdout
-    assert "3 correctness: training runs/cpu-qwen0.5b-correctness/grpo (continuing from its last checkpoint)" in result.stdout
+    assert "3 dense: training runs/cpu-qwen0.5b-dense/grpo (continuing from its last checkpoint)" in result.stdout
     grpo = [c for c in map(_sqlenv_command, _planned(result.stdout)) if c[:2] == ["train", "grpo"]]
     assert len(grpo) == 2 and grpo[0][-1] == "--resume" and "--resume" not in grpo[1]
 
@@ -104,7 +104,7 @@ def test_finished_stages_are_skipped_and_a_stopped_arm_continues_from_its_checkp
     # (`--resume` would refuse: tests/test_checkpoints.py).
     (stopped / "checkpoint-42" / "trainer_state.json").unlink()
     result = _run(tmp_path, "--dry-run")
-    assert re.search(r"3 correctness: training runs/cpu-qwen0.5b-correctness/grpo \(\d\d:\d\d:\d\d\)", result.stdout)
+    assert re.search(r"3 dense: training runs/cpu-qwen0.5b-dense/grpo \(\d\d:\d\d:\d\d\)", result.stdout)
     grpo = [c for c in map(_sqlenv_command, _planned(result.stdout)) if c[:2] == ["train", "grpo"]]
     assert len(grpo) == 2 and not any("--resume" in command for command in grpo)
 
@@ -138,7 +138,7 @@ def test_with_both_arms_trained_it_draws_their_curves_and_compares_their_questio
 
     result = _run(tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "3 correctness: done" in result.stdout and "4 dense: done" in result.stdout
+    assert "3 dense: done" in result.stdout and "4 correctness: done" in result.stdout
     assert (tmp_path / "runs" / "reports" / "reward-ablation.png").stat().st_size > 10_000
     said = " ".join(result.stdout.split())  # rich wraps long lines
     assert "played the same questions as dense, in the same order, at each of the 2 steps both recorded" in said
