@@ -286,6 +286,26 @@ def _finish(process: subprocess.Popen) -> None:
     assert process.returncode == 0, output
 
 
+def test_an_entry_gets_the_mode_the_umask_gives_any_new_file(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written through a temp file and a rename: the entry must not keep an owner-only temp mode.
+    _use_cache(tmp_path / "cache", monkeypatch)
+    load_dataset(folder)
+    (entry,) = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    assert entry.stat().st_mode == plain.stat().st_mode
+    for umask in (0o022, 0o077):
+        previous = os.umask(umask)
+        try:
+            cache_module.write_bytes_atomic(tmp_path / f"umask-{umask:o}", b"data")
+        finally:
+            os.umask(previous)
+        assert (tmp_path / f"umask-{umask:o}").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert not list(tmp_path.glob(".umask-*.tmp"))
+
+
 def test_two_processes_build_the_same_entry_once(
     folder: Path, cache: Path, from_scratch: dict[str, Any], tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -160,7 +161,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             `path` is unchanged.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_temp_beside(path)
     try:
         try:
             view = memoryview(data)
@@ -174,6 +175,27 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _create_temp_beside(path: Path) -> tuple[int, str]:
+    """Create and open a new temp file `.<name>.<random>.tmp` in `path`'s folder.
+
+    Opened with mode 0o666 as any new file is, so the process's umask decides the final file's
+    mode (`tempfile.mkstemp` would make it owner-only, and the rename would keep that). O_EXCL
+    with a random name keeps concurrent writers of one path apart.
+
+    Args:
+        path: the file the temp file will be renamed to.
+
+    Returns:
+        The open descriptor (write-only) and the temp file's path.
+    """
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), str(tmp)
+        except FileExistsError:
+            continue  # another writer drew the same name: draw again
 
 
 def _remove_leftover_temps(path: Path) -> None:

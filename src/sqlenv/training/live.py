@@ -25,13 +25,13 @@ transformers, or, when `reply_generator` is set (a GRPO run on TRL's colocated v
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
+from sqlenv.data.cache import write_bytes_atomic
 from sqlenv.training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -40,22 +40,13 @@ if TYPE_CHECKING:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    """Write `value` as JSON to `path`, replacing the file whole (a temp file, then a rename).
+    """Write `value` as JSON to `path`, replacing the file whole (`write_bytes_atomic`).
 
     A sitting ends with a kill, which can land in a write: the previous version then stays, whole,
     for the resumed run to read (`on_train_begin`), where a file rewritten in place would be left
-    empty or cut. The temp file is opened as any new file is (the process's umask sets its mode,
-    unlike `tempfile.mkstemp`'s owner-only one); the callback is the folder's only writer, so the
-    process id makes its name unique. Sets (as in a report's JSON) are written as lists.
+    empty or cut. Sets (as in a report's JSON) are written as lists.
     """
-    text = json.dumps(value, indent=1, default=list)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(path, json.dumps(value, indent=1, default=list).encode("utf-8"))
 
 
 REWARD_KEYS = {
