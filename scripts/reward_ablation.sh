@@ -17,25 +17,32 @@
 # Both arms start from the stage-1 model and read their questions from TABLE (a committed table is
 # used as it is: the kept questions then do not depend on the SFT model rebuilt in this sitting).
 #
-#   bash scripts/reward_ablation.sh [--dry-run]
+#   bash scripts/reward_ablation.sh [--dry-run] [ARM ...]
 #
 #   --dry-run   print each stage as done or as the command it would run next, and run nothing
+#   ARM         dense, correctness: train only these arms, in this order (default: both, dense
+#               first); stage 5 draws the curves once both arms are done
 #
 # Run it in the background: nohup bash scripts/reward_ablation.sh > runs/reward-ablation.log 2>&1 &
 # Environment: SQLENV_SPIDER_DIR (default ../shared/spider), SQLENV_PYTHON (default .venv/bin/python).
 set -euo pipefail
 
 dry_run=false
-[[ $# -le 1 ]] || set -- "$*"  # more than one argument is refused below as one
-case ${1:-} in
-    "") ;;
-    --dry-run) dry_run=true ;;
-    *)
-        echo "unknown argument '$1'; usage:" >&2
-        sed -n '19,21p' "$0" >&2
-        exit 2
-        ;;
-esac
+arms=()
+for argument in "$@"; do
+    case $argument in
+        --dry-run) dry_run=true ;;
+        dense | correctness)
+            if [[ " ${arms[*]} " != *" $argument "* ]]; then arms+=("$argument"); fi
+            ;;
+        *)
+            echo "unknown argument '$argument'; usage:" >&2
+            sed -n '20,24p' "$0" >&2
+            exit 2
+            ;;
+    esac
+done
+[[ ${#arms[@]} -gt 0 ]] || arms=(dense correctness)
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 config=$repo/configs/cpu-qwen0.5b.yaml
@@ -119,10 +126,24 @@ arm() {
         --set "grpo.pass_rates_from=$table" "$@" "${resume[@]}"
 }
 
-arm "3 dense" runs/cpu-qwen0.5b-dense
-arm "4 correctness" runs/cpu-qwen0.5b-correctness \
-    --set "grpo.reward_weights={correctness: 1.0, progress: 0.0, operational: 0.0}"
+for name in "${arms[@]}"; do
+    case $name in
+        dense) arm "3 dense" runs/cpu-qwen0.5b-dense ;;
+        correctness)
+            arm "4 correctness" runs/cpu-qwen0.5b-correctness \
+                --set "grpo.reward_weights={correctness: 1.0, progress: 0.0, operational: 0.0}"
+            ;;
+    esac
+done
 
+# The curves need both arms finished (under --dry-run, an arm planned above counts as finished).
+for name in dense correctness; do
+    out=runs/cpu-qwen0.5b-$name
+    if [[ ! -f $out/grpo/log_history.json ]] && ! { $dry_run && [[ " ${arms[*]} " == *" $name "* ]]; }; then
+        say "5 curves: waiting for the $name arm ($out/grpo)"
+        exit 0
+    fi
+done
 say "5 curves: runs/reports/reward-ablation.png"
 run mkdir -p runs/reports
 run "${sqlenv[@]}" train curves "dense=runs/cpu-qwen0.5b-dense/grpo" \

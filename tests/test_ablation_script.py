@@ -144,9 +144,28 @@ def test_with_both_arms_trained_it_draws_their_curves_and_compares_their_questio
     assert "played the same questions as dense, in the same order, at each of the 2 steps both recorded" in said
 
 
+def test_named_arms_train_alone_in_their_order_and_the_curves_wait_for_both(tmp_path: Path) -> None:
+    _sft_model_and_pass_rates_done(tmp_path)
+    result = _run(tmp_path, "--dry-run", "correctness")
+    assert result.returncode == 0, result.stderr
+    grpo = [c for c in map(_sqlenv_command, _planned(result.stdout)) if c[:2] == ["train", "grpo"]]
+    assert len(grpo) == 1 and _options(grpo[0], "--set")[0] == "output_dir=runs/cpu-qwen0.5b-correctness"
+    assert "3 dense" not in result.stdout
+    assert "5 curves: waiting for the dense arm (runs/cpu-qwen0.5b-dense/grpo)" in result.stdout
+    assert not any(c[:2] == ["train", "curves"] for c in map(_sqlenv_command, _planned(result.stdout)))
+
+    result = _run(tmp_path, "--dry-run", "correctness", "dense", "correctness")  # a repeat trains once
+    stages = [line.split(" (")[0] for line in result.stdout.splitlines() if line.startswith("== ")]
+    assert stages[2:] == [
+        "== 4 correctness: training runs/cpu-qwen0.5b-correctness/grpo",
+        "== 3 dense: training runs/cpu-qwen0.5b-dense/grpo",
+        "== 5 curves: runs/reports/reward-ablation.png",
+    ]
+
+
 def test_an_unknown_argument_is_refused_and_nothing_runs(tmp_path: Path) -> None:
-    for args in (["--dryrun"], ["--dry-run", "extra"]):
+    for args in (["--dryrun"], ["--dry-run", "extra"], ["dense", "sparse"]):
         result = _run(tmp_path, *args)
         assert result.returncode == 2 and "usage:" in result.stderr, args
-        assert "bash scripts/reward_ablation.sh [--dry-run]" in result.stderr
+        assert "bash scripts/reward_ablation.sh [--dry-run] [ARM ...]" in result.stderr
     assert not any(tmp_path.iterdir())
