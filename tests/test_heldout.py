@@ -116,6 +116,41 @@ def test_two_runs_curves_are_drawn_on_one_plot_and_a_run_without_one_is_named(tm
     assert result.exit_code == 2 and "LABEL=RUN" in result.output
 
 
+def test_equal_steps_keeps_only_the_steps_every_run_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ablation's arms are compared at equal steps while one is still behind: --equal-steps drops
+    the points of steps the other run has not measured, from the table and the plot."""
+    pytest.importorskip("matplotlib")
+    from typer.testing import CliRunner
+
+    from sqlenv.cli import app
+    from sqlenv.training.curves import heldout_points, steps_in_common
+
+    monkeypatch.setenv("COLUMNS", "200")
+    for name, steps in (("dense", (0, 10, 20, 30)), ("correctness", (0, 10, 20)), ("late", (5,))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "heldout.json").write_text(json.dumps([
+            {"step": s, "n": 60, "success": 0.123 + s / 1000, "success_twin": 0.0, "success_new_sql": 0.0,
+             "mean_reward": 0.0, "format_error_rate": 0.0}
+            for s in steps
+        ]))  # fmt: skip
+    points = {name: heldout_points(tmp_path / name) for name in ("dense", "correctness")}
+    assert steps_in_common(points) == [0, 10, 20]
+    assert steps_in_common({**points, "late": heldout_points(tmp_path / "late")}) == []
+    assert steps_in_common({}) == []
+
+    def curves(*names: str, equal: bool) -> str:
+        arguments = [f"{n}={tmp_path / n}" for n in names] + ["--out", str(tmp_path / "c.png")]
+        result = CliRunner().invoke(app, ["train", "curves", *arguments, *(["--equal-steps"] if equal else [])])
+        return f"{result.exit_code}: {result.output}"
+
+    assert "15%" in curves("dense", "correctness", equal=False)  # dense's step 30: 0.153
+    equal = curves("dense", "correctness", equal=True)
+    assert equal.startswith("0: ") and "15%" not in equal and "14%" in equal  # step 20 kept, step 30 not
+    assert (tmp_path / "c.png").stat().st_size > 10_000
+    refused = curves("dense", "late", equal=True)
+    assert refused.startswith("2: ") and "measured no step in common" in refused
+
+
 def test_points_that_keep_their_solved_questions_are_paired_with_the_start_and_the_first_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

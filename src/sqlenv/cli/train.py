@@ -138,13 +138,17 @@ def train_curves(
         list[str], typer.Argument(help="LABEL=RUN, RUN a GRPO run directory (runs/x/grpo) or its heldout.json")
     ],
     out: Annotated[Path, typer.Option("--out", help="the PNG to write")] = Path("learning-curves.png"),
+    equal_steps: Annotated[
+        bool,
+        typer.Option("--equal-steps", help="only the steps every run measured (while one run is still behind)"),
+    ] = False,
 ) -> None:
     """Held-out learning curves of several runs on one plot (e.g. dense reward vs correctness alone),
     and a table of their points, each paired question by question with its run's start and with the
     first run at the same step (McNemar's exact test); then whether each run trained on the first
     run's questions, step by step (from the diagnostics beside each run's held-out points)."""
     fail_without_extra("eval", "sqlenv train curves")
-    from sqlenv.training.curves import curve_comparisons, heldout_points, plot_heldout_curves
+    from sqlenv.training.curves import curve_comparisons, heldout_points, plot_heldout_curves, steps_in_common
 
     labelled: dict[str, Path] = {}
     for item in runs:
@@ -153,10 +157,16 @@ def train_curves(
             fail(f"a run is LABEL=RUN, got {item!r}")
         labelled[label.strip()] = Path(run.strip())
     try:
-        path = plot_heldout_curves(labelled, out)
         points = {label: heldout_points(run) for label, run in labelled.items()}
     except FileNotFoundError as exc:
         fail(str(exc))
+    steps = None
+    if equal_steps:
+        steps = steps_in_common(points)
+        if not steps:
+            fail(f"--equal-steps: {', '.join(labelled)} measured no step in common")
+        points = {label: [p for p in run if int(p["step"]) in steps] for label, run in points.items()}
+    path = plot_heldout_curves(labelled, out, steps)
     _print_curve_comparisons(curve_comparisons(points), first=next(iter(labelled)))
     _print_question_agreement(labelled)
     console.print(f"learning curves of {', '.join(labelled)} written to {path}")

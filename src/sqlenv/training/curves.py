@@ -22,6 +22,7 @@ __all__ = [
     "paired_points",
     "plot_heldout_curves",
     "question_agreement",
+    "steps_in_common",
     "success_band",
     "training_questions",
 ]
@@ -168,13 +169,28 @@ def curve_comparisons(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, A
     return rows
 
 
-def plot_heldout_curves(runs: dict[str, Path], out: Path) -> Path:
+def steps_in_common(runs: dict[str, list[dict[str, Any]]]) -> list[int]:
+    """The steps every run measured: where runs of unequal length are compared at equal steps (one
+    arm of an ablation still training while the other is done).
+
+    Args:
+        runs: label -> its held-out points (`heldout_points`).
+
+    Returns:
+        The steps in order; empty when there are no runs or no step they all share.
+    """
+    measured = [{int(p["step"]) for p in points} for points in runs.values()]
+    return sorted(set.intersection(*measured)) if measured else []
+
+
+def plot_heldout_curves(runs: dict[str, Path], out: Path, steps: list[int] | None = None) -> Path:
     """Held-out success (all with its 95 % band, and new-SQL dashed) and mean reward of several
     runs against steps.
 
     Args:
         runs: label -> run (as `heldout_points` takes).
         out: the PNG to write.
+        steps: draw only these steps' points (`steps_in_common`, for equal steps); None draws all.
 
     Returns:
         `out`.
@@ -187,7 +203,7 @@ def plot_heldout_curves(runs: dict[str, Path], out: Path) -> Path:
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), dpi=110)
     sizes = set()
     for index, (label, run) in enumerate(runs.items()):
-        points = heldout_points(run)
+        points = [p for p in heldout_points(run) if steps is None or int(p["step"]) in steps]
         sizes |= {p["n"] for p in points}
         steps = [p["step"] for p in points]
         color = f"C{index}"
