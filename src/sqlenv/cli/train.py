@@ -160,13 +160,12 @@ def train_curves(
         points = {label: heldout_points(run) for label, run in labelled.items()}
     except FileNotFoundError as exc:
         fail(str(exc))
-    steps = None
     if equal_steps:
         steps = steps_in_common(points)
         if not steps:
             fail(f"--equal-steps: {', '.join(labelled)} measured no step in common")
         points = {label: [p for p in run if int(p["step"]) in steps] for label, run in points.items()}
-    path = plot_heldout_curves(labelled, out, steps)
+    path = plot_heldout_curves(points, out)
     _print_curve_comparisons(curve_comparisons(points), first=next(iter(labelled)))
     _print_question_agreement(labelled)
     console.print(f"learning curves of {', '.join(labelled)} written to {path}")

@@ -183,14 +183,14 @@ def steps_in_common(runs: dict[str, list[dict[str, Any]]]) -> list[int]:
     return sorted(set.intersection(*measured)) if measured else []
 
 
-def plot_heldout_curves(runs: dict[str, Path], out: Path, steps: list[int] | None = None) -> Path:
+def plot_heldout_curves(runs: dict[str, list[dict[str, Any]]], out: Path) -> Path:
     """Held-out success (all with its 95 % band, and new-SQL dashed) and mean reward of several
     runs against steps.
 
     Args:
-        runs: label -> run (as `heldout_points` takes).
+        runs: label -> the held-out points to draw, in step order (`heldout_points`, or only
+            the `steps_in_common` of them, for equal steps).
         out: the PNG to write.
-        steps: draw only these steps' points (`steps_in_common`, for equal steps); None draws all.
 
     Returns:
         `out`.
@@ -202,8 +202,7 @@ def plot_heldout_curves(runs: dict[str, Path], out: Path, steps: list[int] | Non
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), dpi=110)
     sizes = set()
-    for index, (label, run) in enumerate(runs.items()):
-        points = [p for p in heldout_points(run) if steps is None or int(p["step"]) in steps]
+    for index, (label, points) in enumerate(runs.items()):
         sizes |= {p["n"] for p in points}
         steps = [p["step"] for p in points]
         color = f"C{index}"
