@@ -133,12 +133,16 @@ def test_the_batcher_decodes_waiting_threads_together_and_reports_errors_to_each
     for thread in threads:
         thread.join()
     assert (batcher.batches, batcher.batched_requests) == (1, 3)
-    assert [outputs[i] for i in range(3)] == [_alone(loaded, p, 6) for p in prompts]
+    # Each the greedy choice (exactly in float32; in bfloat16 a padded batch may settle a near-tie
+    # either way, so within BF16_NEAR_TIE of it): threads never get each other's rows.
+    for index, prompt in enumerate(prompts):
+        _assert_greedy(loaded, prompt, outputs[index], 6)
 
     (bad,) = decode_batch(loaded.model, [GenerationRequest(prompts[0], None, 4)], STOP)
     with pytest.raises(ValueError, match="the cache holds"):
         batcher.generate(GenerationRequest(prompts[0][:2], bad.cache, 4))
-    assert batcher.generate(GenerationRequest(prompts[2], None, 6)).new_ids == outputs[2]  # still serving
+    # Still serving. Alone, in bfloat16, it may settle a near-tie the other way than in the batch.
+    _assert_greedy(loaded, prompts[2], batcher.generate(GenerationRequest(prompts[2], None, 6)).new_ids, 6)
 
 
 def test_parallel_llm_evaluation_is_batched_and_plays_the_serial_episodes(demo_dataset, monkeypatch) -> None:
