@@ -27,8 +27,11 @@ from sqlenv.extras import has_extra, missing_extra_message
 
 if TYPE_CHECKING:
     from sqlenv.agents.registry import PolicySettings
+    from sqlenv.data import Dataset
     from sqlenv.evaluation import EvaluationResult
+    from sqlenv.evaluation.records import EpisodeRecord
     from sqlenv.evaluation.reports import ReportFiles
+    from sqlenv.evaluation.reports.files import SavedResults
 
 
 class BackendChoice(StrEnum):
@@ -544,6 +547,17 @@ def patterns_command(
             "cannot be right",
         ),
     ] = False,
+    trained_on: Annotated[
+        str | None,
+        typer.Option(
+            "--trained-on",
+            help="also count success by how each question stands to this dataset's train split "
+            "(the same question, a twin, new SQL on its databases, another database), e.g. spider10 "
+            "for Spider dev reports of a model trained there",
+            show_default=False,
+        ),
+    ] = None,
+    spider_dir: SpiderDirOption = None,
 ) -> None:
     """How saved evaluations' episodes ended, the actions they used, their failure patterns and what
     followed their first failed query, side by side; and, paired with the first, which questions
@@ -619,7 +633,67 @@ def patterns_command(
         table.add_row(
             "McNemar exact p (two-sided)", "", *(f"{pair.mcnemar_p_value:.3g}" for pair in pairs)
         )
+    if trained_on is not None:
+        _add_training_overlap_rows(table, runs, episode_lists, labels, trained_on, spider_dir)
     console.print(table)
+
+
+def _add_training_overlap_rows(
+    table: Table,
+    runs: list[SavedResults],
+    episode_lists: list[list[EpisodeRecord]],
+    labels: list[str],
+    trained_on: str,
+    spider_dir: Path | None,
+) -> None:
+    """`sqlenv patterns --trained-on`: success by how each question stands to a train split.
+
+    Args:
+        table: the patterns table, which gains a section.
+        runs: the saved reports (their dataset names say where each question's record is).
+        episode_lists: each report's episodes, after the command's filters.
+        labels: the reports' column names.
+        trained_on: the dataset whose train split the questions are placed against.
+        spider_dir: where Spider is, for presets built from it.
+    """
+    from sqlenv.data.overlap import RELATIONS, TrainSplitOverlap
+    from sqlenv.evaluation.patterns import paired_successes
+    from sqlenv.evaluation.records import wilson_interval
+
+    trained = load_or_fail(trained_on, spider_dir)
+    if "train" not in trained.split_names:
+        fail(f"--trained-on {trained_on}: that dataset has no train split")
+    overlap = TrainSplitOverlap.of(trained.split("train"))
+    datasets: dict[str, Dataset] = {}
+    by_relation: list[dict[str, list[EpisodeRecord]]] = []
+    for label, run, episodes in zip(labels, runs, episode_lists, strict=True):
+        if run.dataset not in datasets:
+            datasets[run.dataset] = load_or_fail(run.dataset, spider_dir)
+        dataset = datasets[run.dataset]
+        groups: dict[str, list[EpisodeRecord]] = {relation: [] for relation in RELATIONS}
+        for episode in episodes:
+            if episode.question_id not in dataset:
+                fail(f"--trained-on: {label} played {episode.question_id!r}, which {run.dataset} does not hold")
+            groups[overlap.relation(dataset.get(episode.question_id))].append(episode)
+        by_relation.append(groups)
+    table.add_section()
+    for relation in RELATIONS:
+        cells = []
+        for groups in by_relation:
+            episodes = groups[relation]
+            solved = sum(e.success for e in episodes)
+            low, high = wilson_interval(solved, len(episodes))
+            cells.append(
+                f"{solved}/{len(episodes)} ({solved / len(episodes):.1%}, {low:.1%}-{high:.1%})" if episodes else "0/0"
+            )
+        table.add_row(f"{trained_on} train split: {relation}: correct", *cells)
+        if len(runs) > 1:
+            pairs = [paired_successes(by_relation[0][relation], groups[relation]) for groups in by_relation[1:]]
+            table.add_row(
+                f"{trained_on} train split: {relation}: gained / lost against {labels[0]} (McNemar p)",
+                "",
+                *(f"{pair.only_second} / {pair.only_first} ({pair.mcnemar_p_value:.3g})" for pair in pairs),
+            )
 
 
 def _difficulty_columns(results: list[EvaluationResult]) -> list[str]:
