@@ -656,14 +656,14 @@ def _add_training_overlap_rows(
         trained_on: the dataset whose train split the questions are placed against.
         spider_dir: where Spider is, for presets built from it.
     """
-    from sqlenv.data.overlap import RELATIONS, TrainSplitOverlap
+    from sqlenv.data.overlap import RELATIONS, TRAIN_SPLIT, TrainSplitOverlap
     from sqlenv.evaluation.patterns import paired_successes
     from sqlenv.evaluation.records import wilson_interval
 
     trained = load_or_fail(trained_on, spider_dir)
-    if "train" not in trained.split_names:
-        fail(f"--trained-on {trained_on}: that dataset has no train split")
-    overlap = TrainSplitOverlap.of(trained.split("train"))
+    if TRAIN_SPLIT not in trained.split_names:
+        fail(f"--trained-on {trained_on}: that dataset has no {TRAIN_SPLIT} split")
+    overlap = TrainSplitOverlap.of(trained.split(TRAIN_SPLIT))
     datasets: dict[str, Dataset] = {}
     by_relation: list[dict[str, list[EpisodeRecord]]] = []
     for label, run, episodes in zip(labels, runs, episode_lists, strict=True):
