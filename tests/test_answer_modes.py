@@ -351,3 +351,47 @@ def test_training_in_sql_mode_teaches_sql_answers_with_the_sql_tools(demo_datase
     config_file.write_text("answer_mode: python\n")
     with pytest.raises(ValueError, match="answer_mode: 'python' is not one of value, sql"):
         load_config(config_file)
+
+
+def test_sft_in_both_modes_plays_them_in_turn_each_with_its_own_tools(demo_dataset, tmp_path: Path) -> None:
+    from sqlenv.agents.tools import SQL_ANSWER_TOOLS, TOOLS
+    from sqlenv.training.config import load_config
+    from sqlenv.training.models import load_tokenizer
+    from sqlenv.training.sft_data import oracle_conversations, oracle_conversations_by_mode, sft_dataset
+
+    both = oracle_conversations_by_mode(demo_dataset, seed=3, max_examples=6, answer_modes=["value", "sql"])
+    assert [mode for mode, _ in both] == ["value", "sql"] * 3
+    for mode, conversation in both:
+        answer = [m for m in conversation if m.get("tool_calls")][-1]["tool_calls"][0]["function"]["arguments"]
+        record = next(r for r in demo_dataset.split("train") if r.question in conversation[1]["content"])
+        assert (answer["value"] == record.gold_sql) == (mode == "sql")
+        assert ("SELECT statement whose result answers" in conversation[0]["content"]) == (mode == "sql")
+        assert conversation[-2]["content"].split(":")[0] == "correct"  # only right episodes are kept
+    # One mode, or none, plays exactly what the config's mode alone plays (the same draws).
+    alone = oracle_conversations(demo_dataset, seed=3, max_examples=6, mistake_rate=0.5, clean_copies=True)
+    assert oracle_conversations(
+        demo_dataset, seed=3, max_examples=6, mistake_rate=0.5, clean_copies=True, answer_modes=["value"]
+    ) == alone
+    # A clean copy stays in its original's mode; the next question takes the next mode.
+    copied = oracle_conversations_by_mode(
+        demo_dataset, seed=3, max_examples=8, mistake_rate=1.0, clean_copies=True, answer_modes=["sql", "value"]
+    )
+    assert [mode for mode, _ in copied][:4] == ["sql", "sql", "value", "value"]
+
+    tokenizer = load_tokenizer("smollm2-135m")
+    rows, counts = sft_dataset(
+        demo_dataset, tokenizer, seed=3, max_examples=2, max_length=4_000, answer_modes=["value", "sql"]
+    )
+    assert (counts["examples"], counts["examples_value_mode"], counts["examples_sql_mode"]) == (2, 1, 1)
+    for row, (_, conversation), tools in zip(rows, both, (TOOLS, SQL_ANSWER_TOOLS), strict=False):
+        prompt = tokenizer.apply_chat_template(
+            conversation[:2], tools=list(tools), tokenize=False, add_generation_prompt=True
+        )
+        assert tokenizer.decode(row["input_ids"]).startswith(prompt)
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text("sft:\n  answer_modes: [value, sql]\n")
+    assert load_config(config_file).sft.answer_modes == ["value", "sql"]
+    for wrong in ("[value, python]", "[]", "sql"):
+        config_file.write_text(f"sft:\n  answer_modes: {wrong}\n")
+        with pytest.raises(ValueError, match=r"sft\.answer_modes: expected a list of value, sql"):
+            load_config(config_file)

@@ -52,6 +52,9 @@ class SFTSection:
     recovery_rate: float = 0.0  # of those, share that describe the mistyped name's table after the error
     loss_on_mistakes: bool = False  # train on the mistaken query too (it teaches the typos)
     clean_copies: bool = False  # beside each mistake conversation, its clean copy (keeps first-query recall)
+    # Answer modes the trajectories are played in, in turn (None: `answer_mode` alone); a model
+    # taught in one mode answers in it when asked for the other (`training.sft_data`).
+    answer_modes: list[str] | None = None
     bf16: Bf16Setting = False  # autocast to bfloat16: true, false or "auto" (`resolve_bf16`)
     save_steps: int = 50
     # Run each optimisation batch's common opening (system message, tools) once, not once per
@@ -241,6 +244,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     check_solved_examples_count(config.solved_examples)
     if config.answer_mode not in ANSWER_MODES:
         raise ValueError(f"answer_mode: {config.answer_mode!r} is not one of {', '.join(ANSWER_MODES)}")
+    modes = config.sft.answer_modes
+    if modes is not None and (
+        not isinstance(modes, list) or not modes or any(mode not in ANSWER_MODES for mode in modes)
+    ):
+        raise ValueError(f"sft.answer_modes: expected a list of {', '.join(ANSWER_MODES)}, got {modes!r}")
     if config.grpo.engine not in ("auto", *ENGINES):
         raise ValueError(f"grpo.engine: {config.grpo.engine!r} is not one of auto, {', '.join(ENGINES)}")
     if config.grpo.loss_type not in LOSS_TYPES:

@@ -62,6 +62,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         clean_copies=section.clean_copies,
         solved_examples=config.solved_examples,
         config=config.env_config,
+        answer_modes=section.answer_modes,
     )
     if counts["examples"] == 0:
         raise ValueError(
@@ -69,8 +70,9 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
             f"({counts['too_long']} were longer): raise sft.max_length"
         )
     if console is not None:
+        by_mode = ", ".join(f"{key.split('_')[1]} {count}" for key, count in counts.items() if key.endswith("_mode"))
         console.print(
-            f"SFT data: {counts['examples']} oracle trajectories, {counts['tokens']:,} tokens "
+            f"SFT data: {counts['examples']} oracle trajectories ({by_mode}), {counts['tokens']:,} tokens "
             f"({counts['too_long']} longer than {section.max_length} tokens left out)"
         )
     checked_tokens = protocol_tokens(tokenizer, section.lora.trainable_tokens)

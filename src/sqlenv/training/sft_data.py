@@ -12,7 +12,8 @@ the model will read at evaluation and in GRPO. The plan per question (seeded):
   only then comes the correct query. Evaluations showed why (`docs/results.md`, "How the episodes
   go wrong"): trained models never recover from a failed query; they answer a column name or send
   the query again.
-- the gold QUERY, then ANSWER with the gold result written in the answer format;
+- the gold QUERY, then ANSWER with the gold result written in the answer format (in SQL-answer
+  mode, the gold SQL; `oracle_conversations_by_mode` plays the questions in several modes in turn);
 - the answer's verdict, then a short closing reply without a tool call (`CLOSING_REPLY`).
 Only trajectories the environment scores as correct are kept.
 
@@ -32,7 +33,9 @@ markers), which yields the assistant-token mask for a loss on assistant turns on
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlglot
@@ -185,7 +188,12 @@ def oracle_trajectory(
     return [*messages, {"role": "assistant", "content": CLOSING_REPLY}]
 
 
-def oracle_conversations(
+def oracle_conversations(dataset: Dataset, **options: Any) -> list[list[dict[str, Any]]]:
+    """The conversations of `oracle_conversations_by_mode` (same arguments), without their modes."""
+    return [conversation for _, conversation in oracle_conversations_by_mode(dataset, **options)]
+
+
+def oracle_conversations_by_mode(
     dataset: Dataset,
     *,
     split: str = "train",
@@ -197,27 +205,53 @@ def oracle_conversations(
     clean_copies: bool = False,
     solved_examples: int = 0,
     config: EnvConfig | None = None,
-) -> list[list[dict[str, Any]]]:
-    """Conversations for the split's questions (those with a non-empty gold result), seeded. With
-    `clean_copies`, a conversation with a mistaken query is followed by its clean copy
-    (`without_mistakes`): with the mistake out of the loss, the mistake conversation teaches the
-    gold query only after an error, and a model trained on those alone loses first-query recall.
-    With `solved_examples` N, each question message shows the N most similar solved train questions
-    (`sqlenv.agents.solved_examples`). `config` is the environment the conversations are played in
-    (its answer mode decides what the answers are)."""
+    answer_modes: Sequence[str] | None = None,
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Oracle conversations for the split's questions (those with a non-empty gold result), seeded,
+    each with the answer mode it was played in.
+
+    Args:
+        dataset, split: where the questions come from.
+        seed: orders the questions and draws each one's plan.
+        max_examples: stop once this many conversations (clean copies counted) are kept.
+        sample_rate, mistake_rate, recovery_rate: the plan's shares (`oracle_plan`).
+        clean_copies: follow a conversation with a mistaken query by its clean copy
+            (`without_mistakes`): with the mistake out of the loss, the mistake conversation
+            teaches the gold query only after an error, and a model trained on those alone loses
+            first-query recall.
+        solved_examples: N > 0 shows the N most similar solved train questions in each question
+            message (`sqlenv.agents.solved_examples`).
+        config: the environment the conversations are played in (its answer mode decides what the
+            answers are, unless `answer_modes`).
+        answer_modes: the modes the questions are played in, in turn (the first kept conversation
+            in the first, the next in the second, ...; a clean copy in its original's); None:
+            `config`'s answer mode alone. A model taught one mode answers in it when asked for the
+            other: the value-mode SFT model gave a value in 299 of its 726 SQL-mode answers on
+            Spider dev.
+
+    Returns:
+        (answer mode, conversation) pairs.
+    """
     from sqlenv.env.environment import SQLEnvironment
 
-    env = SQLEnvironment(dataset=dataset, split=split, config=config)
+    base = config or EnvConfig()
+    modes = list(answer_modes or [base.answer_mode])
+    environments = {
+        mode: SQLEnvironment(dataset=dataset, split=split, config=replace(base, answer_mode=mode))  # type: ignore[arg-type]  # checked by EnvConfig
+        for mode in dict.fromkeys(modes)
+    }
     examples = SolvedExamples(dataset, solved_examples) if solved_examples else None
     rng = random.Random(seed)
     records = [r for r in dataset.split(split) if not r.empty_gold]
     rng.shuffle(records)
-    conversations = []
+    conversations: list[tuple[str, list[dict[str, Any]]]] = []
+    played = 0  # conversations kept, copies not counted: whose turn the next mode is
     for record in records:
         if max_examples is not None and len(conversations) >= max_examples:
             break
+        mode = modes[played % len(modes)]
         conversation = oracle_trajectory(
-            env,
+            environments[mode],
             record,
             rng,
             sample_rate=sample_rate,
@@ -226,9 +260,10 @@ def oracle_conversations(
             examples=examples,
         )
         if conversation is not None:
-            conversations.append(conversation)
+            played += 1
+            conversations.append((mode, conversation))
             if clean_copies and mistaken_turns(conversation):
-                conversations.append(without_mistakes(conversation))
+                conversations.append((mode, without_mistakes(conversation)))
     return conversations
 
 
@@ -320,15 +355,18 @@ def sft_dataset(
     clean_copies: bool = False,
     solved_examples: int = 0,
     config: EnvConfig | None = None,
+    answer_modes: Sequence[str] | None = None,
 ) -> tuple[Any, dict[str, int]]:
-    """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long). The
-    mistaken queries are left out of the loss unless `loss_on_mistakes`: trained on, they teach the
-    model to make them."""
+    """A tokenised `datasets.Dataset` for TRL's SFTTrainer, and counts (kept, too long, tokens,
+    and examples per answer mode). The mistaken queries are left out of the loss unless
+    `loss_on_mistakes`: trained on, they teach the model to make them. `answer_modes`: as
+    `oracle_conversations_by_mode`; each conversation is shown the tools of its own mode."""
     import datasets
 
     template = training_template(tokenizer)
     rows, too_long = [], 0
-    for messages in oracle_conversations(
+    modes: Counter[str] = Counter()
+    for mode, messages in oracle_conversations_by_mode(
         dataset,
         split=split,
         seed=seed,
@@ -339,16 +377,18 @@ def sft_dataset(
         clean_copies=clean_copies,
         solved_examples=solved_examples,
         config=config,
+        answer_modes=answer_modes,
     ):
         if max_examples is not None and len(rows) >= max_examples:
             break
         unlearned = set() if loss_on_mistakes else mistaken_turns(messages)
-        row = tokenize_conversation(
-            tokenizer, messages, template, unlearned_turns=unlearned, answer_mode=(config or EnvConfig()).answer_mode
-        )
+        row = tokenize_conversation(tokenizer, messages, template, unlearned_turns=unlearned, answer_mode=mode)
         if len(row["input_ids"]) > max_length:
             too_long += 1
             continue
         rows.append(row)
+        modes[mode] += 1
     tokens = sum(len(r["input_ids"]) for r in rows)
-    return datasets.Dataset.from_list(rows), {"examples": len(rows), "too_long": too_long, "tokens": tokens}
+    counts = {"examples": len(rows), "too_long": too_long, "tokens": tokens}
+    counts |= {f"examples_{mode}_mode": modes[mode] for mode in sorted(modes)}
+    return datasets.Dataset.from_list(rows), counts
