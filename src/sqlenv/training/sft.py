@@ -28,6 +28,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
     from trl import SFTConfig, SFTTrainer
 
     from sqlenv.agents.solved_examples import write_prompt_settings
+    from sqlenv.config import ANSWER_MODES
     from sqlenv.data import load_dataset
     from sqlenv.training.checkpoints import resume_checkpoint
     from sqlenv.training.live import LiveVisualizationCallback
@@ -39,7 +40,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
         progress_callbacks,
         set_threads,
     )
-    from sqlenv.training.sft_data import sft_dataset
+    from sqlenv.training.sft_data import mode_count_key, sft_dataset
     from sqlenv.training.shared_prefix import shared_prefix_trainer_class
     from sqlenv.training.token_check import protocol_tokens, token_losses
 
@@ -70,7 +71,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
             f"({counts['too_long']} were longer): raise sft.max_length"
         )
     if console is not None:
-        by_mode = ", ".join(f"{key.split('_')[1]} {count}" for key, count in counts.items() if key.endswith("_mode"))
+        by_mode = ", ".join(f"{mode} {counts[mode_count_key(mode)]}" for mode in ANSWER_MODES if mode_count_key(mode) in counts)
         console.print(
             f"SFT data: {counts['examples']} oracle trajectories ({by_mode}), {counts['tokens']:,} tokens "
             f"({counts['too_long']} longer than {section.max_length} tokens left out)"

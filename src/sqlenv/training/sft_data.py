@@ -59,6 +59,11 @@ MAX_DESCRIBED_TABLES = 3
 CLOSING_REPLY = "Done."  # after the answer's verdict: a reply without a tool call ends a TRL rollout
 
 
+def mode_count_key(answer_mode: str) -> str:
+    """The key of `sft_dataset`'s counts that holds how many examples play `answer_mode`."""
+    return f"examples_{answer_mode}_mode"
+
+
 @dataclass(frozen=True)
 class Mistake:
     """A gold query with one identifier mistyped, and the table that identifier belongs to (None
@@ -390,5 +395,5 @@ def sft_dataset(
         modes[mode] += 1
     tokens = sum(len(r["input_ids"]) for r in rows)
     counts = {"examples": len(rows), "too_long": too_long, "tokens": tokens}
-    counts |= {f"examples_{mode}_mode": modes[mode] for mode in sorted(modes)}
+    counts |= {mode_count_key(mode): modes[mode] for mode in sorted(modes)}
     return datasets.Dataset.from_list(rows), counts
