@@ -210,6 +210,25 @@ def test_openai_policy_plays_against_a_real_openai_compatible_server(openai_serv
     assert remote.format_errors == kinds.count(FORMAT_ERROR_ACTION)
 
 
+def test_a_request_the_server_refuses_is_raised_not_counted_as_the_models_format_error(
+    openai_server, demo_dataset
+) -> None:
+    """The server's 400 for an unreadable reply is the model's format error (above); its 400 for a
+    model it does not serve is the caller's mistake and must reach the caller."""
+    from openai import BadRequestError
+
+    from sqlenv.agents.openai_policy import OpenAIPolicy
+
+    base_url, _ = openai_server
+    remote = OpenAIPolicy(base_url, "no-such-model", max_new_tokens=8)
+    env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=1))
+    observation = env.reset(question_id=env.questions[0].question_id)
+    remote.reset(observation, seed=0)
+    with pytest.raises(BadRequestError):
+        remote.act(observation)
+    assert remote.format_errors == 0
+
+
 def test_openai_wire_format_links_tool_results_to_calls() -> None:
     from sqlenv.agents.openai_policy import openai_messages
 

@@ -70,7 +70,7 @@ class OpenAIPolicy(ChatToolPolicy):
         while sum(len(json.dumps(m)) for m in self._turns) > self.max_context_chars:
             if not self._drop_oldest_exchange():
                 break
-        from openai import InternalServerError
+        from openai import APIStatusError
 
         try:
             response = self.client.chat.completions.create(
@@ -80,9 +80,9 @@ class OpenAIPolicy(ChatToolPolicy):
                 max_tokens=self.max_new_tokens,
                 temperature=self.temperature,
             )
-        except InternalServerError as exc:
-            # Some servers (transformers serve among them) answer 500 when the model's tool call
-            # is not valid JSON, instead of returning the text: that is the model's format error.
+        except APIStatusError as exc:
+            if not server_could_not_read_reply(exc):
+                raise
             return None, f"the server could not read the reply as a tool call ({exc.status_code})", ""
         choice = response.choices[0]
         self._reply_cut_off = choice.finish_reason == "length"
@@ -102,6 +102,27 @@ class OpenAIPolicy(ChatToolPolicy):
             return tool_call_to_action(call.function.name, call.function.arguments), "", text
         except ValueError as exc:
             return None, str(exc), text or f"{call.function.name}({call.function.arguments})"
+
+
+def server_could_not_read_reply(error: Any) -> bool:
+    """Whether a server's error answer means the model's reply was no readable tool call.
+
+    Some servers fail the request instead of returning the text when the model's tool call is not
+    valid JSON: `transformers serve` answered 500, and from transformers 5.25 answers 400 with the
+    parser's complaint as its `detail`. That is the model's format error, not the request's; any
+    other 4xx (an unknown model, a bad argument) is the caller's mistake and is raised.
+
+    Args:
+        error: an `openai.APIStatusError` (anything with `status_code` and `body`).
+
+    Returns:
+        True for a 5xx, or a 400 whose body says a parser could not parse the reply.
+    """
+    if error.status_code >= 500:
+        return True
+    body = error.body if isinstance(error.body, dict) else {}
+    detail = str(body.get("detail", body.get("error", "")))
+    return error.status_code == 400 and "could not parse" in detail
 
 
 def openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
