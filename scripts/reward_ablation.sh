@@ -17,29 +17,48 @@
 # Both arms start from the stage-1 model and read their questions from TABLE (a committed table is
 # used as it is: the kept questions then do not depend on the SFT model rebuilt in this sitting).
 #
-#   bash scripts/reward_ablation.sh [--dry-run] [ARM ...]
+# With --answer-mode sql the same stages run in SQL-answer mode (the answer is a SELECT statement,
+# scored by execution): the warm-up is taught both answer modes (sft.answer_modes, in
+# runs/cpu-qwen0.5b-both-modes), the pass rates are played in SQL mode (journal
+# runs/journal-qwen05-sft-both-train-sql-T1x4, table docs/results/qwen05-sft-both-sql-pass-rates.json),
+# the arms train and are measured in SQL mode (runs/cpu-qwen0.5b-sql-dense, -sql-correctness), and
+# the plot is runs/reports/reward-ablation-sql.png.
 #
-#   --dry-run   print each stage as done or as the command it would run next, and run nothing
-#   ARM         dense, correctness: train only these arms, in this order (default: both, dense
-#               first); stage 5 draws the curves once both arms are done
+#   bash scripts/reward_ablation.sh [--dry-run] [--answer-mode value|sql] [ARM ...]
+#
+#   --dry-run       print each stage as done or as the command it would run next, and run nothing
+#   --answer-mode   value (the default) or sql
+#   ARM             dense, correctness: train only these arms, in this order (default: both, dense
+#                   first); stage 5 draws the curves once both arms are done
 #
 # Run it in the background: nohup bash scripts/reward_ablation.sh > runs/reward-ablation.log 2>&1 &
 # Environment: SQLENV_SPIDER_DIR (default ../shared/spider), SQLENV_PYTHON (default .venv/bin/python).
 set -euo pipefail
 
+usage() {
+    echo "$1; usage:" >&2
+    sed -n '27,32p' "$0" >&2
+    exit 2
+}
+
 dry_run=false
+answer_mode=value
 arms=()
-for argument in "$@"; do
+while [[ $# -gt 0 ]]; do
+    argument=$1
+    shift
     case $argument in
         --dry-run) dry_run=true ;;
+        --answer-mode)
+            [[ $# -gt 0 ]] || usage "--answer-mode needs a value (value or sql)"
+            answer_mode=$1
+            shift
+            [[ $answer_mode == value || $answer_mode == sql ]] || usage "unknown answer mode '$answer_mode'"
+            ;;
         dense | correctness)
             if [[ " ${arms[*]} " != *" $argument "* ]]; then arms+=("$argument"); fi
             ;;
-        *)
-            echo "unknown argument '$argument'; usage:" >&2
-            sed -n '20,24p' "$0" >&2
-            exit 2
-            ;;
+        *) usage "unknown argument '$argument'" ;;
     esac
 done
 [[ ${#arms[@]} -gt 0 ]] || arms=(dense correctness)
@@ -48,10 +67,28 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 config=$repo/configs/cpu-qwen0.5b.yaml
 spider_dir=${SQLENV_SPIDER_DIR:-../shared/spider}
 python=${SQLENV_PYTHON:-.venv/bin/python}
-table=docs/results/qwen05-sft-pass-rates.json
-sft=runs/cpu-qwen0.5b/sft
-journal=runs/journal-qwen05-sft-train-T1x4
-report=runs/reports/qwen05-sft-train-T1x4
+# Each answer mode's paths, and the overrides its warm-up, its play and its arms add to the config.
+if [[ $answer_mode == sql ]]; then
+    table=docs/results/qwen05-sft-both-sql-pass-rates.json
+    sft=runs/cpu-qwen0.5b-both-modes/sft
+    journal=runs/journal-qwen05-sft-both-train-sql-T1x4
+    report=runs/reports/qwen05-sft-both-train-sql-T1x4
+    arm_prefix=runs/cpu-qwen0.5b-sql-
+    plot=runs/reports/reward-ablation-sql.png
+    sft_overrides=(--set "sft.answer_modes=[value, sql]" --set output_dir=runs/cpu-qwen0.5b-both-modes)
+    play_options=(--answer-mode sql)
+    arm_overrides=(--set answer_mode=sql)
+else
+    table=docs/results/qwen05-sft-pass-rates.json
+    sft=runs/cpu-qwen0.5b/sft
+    journal=runs/journal-qwen05-sft-train-T1x4
+    report=runs/reports/qwen05-sft-train-T1x4
+    arm_prefix=runs/cpu-qwen0.5b-
+    plot=runs/reports/reward-ablation.png
+    sft_overrides=()
+    play_options=()
+    arm_overrides=()
+fi
 sqlenv=("$python" -m sqlenv.cli)
 
 # The allocator the GRPO runs were measured with (docs/training.md, "Configs"): Ray's jemalloc,
@@ -91,7 +128,7 @@ else
     resume=()
     has_checkpoint "$sft" && resume=(--resume)
     run "${sqlenv[@]}" models fetch qwen2.5-coder-0.5b
-    run "${sqlenv[@]}" train sft --config "$config" --spider-dir "$spider_dir" "${resume[@]}"
+    run "${sqlenv[@]}" train sft --config "$config" --spider-dir "$spider_dir" "${sft_overrides[@]}" "${resume[@]}"
 fi
 
 if [[ -f $table ]]; then
@@ -105,7 +142,7 @@ else
     # the same plan; the journal does not depend on it)
     run "${sqlenv[@]}" eval --policy "$sft/final" --dataset spider10 --split train --spider-dir "$spider_dir" \
         --temperature 1.0 --samples 4 --parallel 32 --journal "$journal" --report "$report" \
-        --json "$report.json"
+        --json "$report.json" "${play_options[@]}"
     run mkdir -p "$(dirname "$table")"
     run "${sqlenv[@]}" train pass-rates "$report" --out "$table"
 fi
@@ -123,14 +160,14 @@ arm() {
     say "$stage: training $out/grpo${resume:+ (continuing from its last checkpoint)}"
     run "${preload[@]}" "${sqlenv[@]}" train grpo --config "$config" \
         --spider-dir "$spider_dir" --set "output_dir=$out" --set "grpo.init_from=$sft/final" \
-        --set "grpo.pass_rates_from=$table" "$@" "${resume[@]}"
+        --set "grpo.pass_rates_from=$table" "${arm_overrides[@]}" "$@" "${resume[@]}"
 }
 
 for name in "${arms[@]}"; do
     case $name in
-        dense) arm "3 dense" runs/cpu-qwen0.5b-dense ;;
+        dense) arm "3 dense" "${arm_prefix}dense" ;;
         correctness)
-            arm "4 correctness" runs/cpu-qwen0.5b-correctness \
+            arm "4 correctness" "${arm_prefix}correctness" \
                 --set "grpo.reward_weights={correctness: 1.0, progress: 0.0, operational: 0.0}"
             ;;
     esac
@@ -138,13 +175,13 @@ done
 
 # The curves need both arms finished (under --dry-run, an arm planned above counts as finished).
 for name in dense correctness; do
-    out=runs/cpu-qwen0.5b-$name
+    out=$arm_prefix$name
     if [[ ! -f $out/grpo/log_history.json ]] && ! { $dry_run && [[ " ${arms[*]} " == *" $name "* ]]; }; then
         say "5 curves: waiting for the $name arm ($out/grpo)"
         exit 0
     fi
 done
-say "5 curves: runs/reports/reward-ablation.png"
+say "5 curves: $plot"
 run mkdir -p runs/reports
-run "${sqlenv[@]}" train curves "dense=runs/cpu-qwen0.5b-dense/grpo" \
-    "correctness only=runs/cpu-qwen0.5b-correctness/grpo" --out runs/reports/reward-ablation.png
+run "${sqlenv[@]}" train curves "dense=${arm_prefix}dense/grpo" \
+    "correctness only=${arm_prefix}correctness/grpo" --out "$plot"

@@ -164,8 +164,47 @@ def test_named_arms_train_alone_in_their_order_and_the_curves_wait_for_both(tmp_
 
 
 def test_an_unknown_argument_is_refused_and_nothing_runs(tmp_path: Path) -> None:
-    for args in (["--dryrun"], ["--dry-run", "extra"], ["dense", "sparse"]):
+    for args in (["--dryrun"], ["--dry-run", "extra"], ["dense", "sparse"], ["--answer-mode"], ["--answer-mode", "SQL"]):
         result = _run(tmp_path, *args)
         assert result.returncode == 2 and "usage:" in result.stderr, args
-        assert "bash scripts/reward_ablation.sh [--dry-run] [ARM ...]" in result.stderr
+        assert "bash scripts/reward_ablation.sh [--dry-run] [--answer-mode value|sql] [ARM ...]" in result.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_in_sql_answer_mode_every_stage_trains_plays_and_measures_in_sql_mode(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    from sqlenv.cli.train import _train_config
+
+    result = _run(tmp_path, "--dry-run", "--answer-mode", "sql")
+    assert result.returncode == 0, result.stderr
+    commands = [c for c in map(_sqlenv_command, _planned(result.stdout)) if c]
+    sft = next(c for c in commands if c[:2] == ["train", "sft"])
+    warm_up = _train_config(Path(_options(sft, "--config")[0]), Path("/spider"), _options(sft, "--set"))
+    assert warm_up.sft.answer_modes == ["value", "sql"] and warm_up.output_dir == "runs/cpu-qwen0.5b-both-modes"
+
+    play = next(c for c in commands if c[:2] == ["eval", "--policy"])
+    assert play[2] == "runs/cpu-qwen0.5b-both-modes/sft/final" and _options(play, "--answer-mode") == ["sql"]
+    assert _options(play, "--journal") == ["runs/journal-qwen05-sft-both-train-sql-T1x4"]
+    table = next(c for c in commands if c[:2] == ["train", "pass-rates"])
+    assert table[2:] == ["runs/reports/qwen05-sft-both-train-sql-T1x4", "--out", "docs/results/qwen05-sft-both-sql-pass-rates.json"]
+
+    arms = {}
+    for command in (c for c in commands if c[:2] == ["train", "grpo"]):
+        config = _train_config(Path(_options(command, "--config")[0]), Path("/spider"), _options(command, "--set"))
+        arms[config.output_dir] = config
+    assert sorted(arms) == ["runs/cpu-qwen0.5b-sql-correctness", "runs/cpu-qwen0.5b-sql-dense"]
+    for arm in arms.values():
+        assert arm.answer_mode == "sql"
+        assert arm.grpo.init_from == "runs/cpu-qwen0.5b-both-modes/sft/final"
+        assert arm.grpo.pass_rates_from == "docs/results/qwen05-sft-both-sql-pass-rates.json"
+    assert arms["runs/cpu-qwen0.5b-sql-correctness"].grpo.reward_weights == {"correctness": 1.0, "progress": 0.0, "operational": 0.0}
+    assert commands[-1][2:] == [
+        "dense=runs/cpu-qwen0.5b-sql-dense/grpo", "correctness only=runs/cpu-qwen0.5b-sql-correctness/grpo",
+        "--out", "runs/reports/reward-ablation-sql.png",
+    ]  # fmt: skip
+
+    # The value-mode run's results are not the SQL-mode run's: its finished warm-up is trained again.
+    _sft_model_and_pass_rates_done(tmp_path)
+    result = _run(tmp_path, "--dry-run", "--answer-mode", "sql")
+    assert "1 sft: training runs/cpu-qwen0.5b-both-modes/sft/final" in result.stdout
+    assert "2 pass-rates: playing the train questions" in result.stdout
