@@ -144,6 +144,39 @@ def test_context_truncation_keeps_the_question_and_the_latest_turns(policy: LLMP
         policy.max_context_tokens = before
 
 
+def test_a_latest_result_too_long_for_the_context_is_cut_until_the_prompt_fits(
+    policy: LLMPolicy, demo_dataset
+) -> None:
+    """Digits are a token each: one 1,500-character result of numbers after a long call can
+    outgrow the context with nothing older left to drop. vLLM refuses such a prompt, so the
+    result is cut instead; a head too long for the budget is a clear error."""
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    policy.reset(env.reset(question_id=env.questions[1].question_id), seed=0)
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "query", "arguments": {"sql": "SELECT n FROM t"}}}],
+    }
+    numbers = " ".join(str(7_000_000 + n) for n in range(190))[:1_500]
+    head = policy._prompt_ids()["input_ids"].shape[1]
+    before = policy.max_context_tokens
+    policy.max_context_tokens = head + policy.max_new_tokens + 300  # room for ~1/4 of the result
+    try:
+        policy._turns = [call, {"role": "tool", "name": "query", "content": numbers}]
+        ids = policy._prompt_ids()
+        assert ids["input_ids"].shape[1] <= policy.max_context_tokens - policy.max_new_tokens
+        assert len(policy._turns) == 2 and policy._turns[0] == call
+        kept = policy._turns[-1]["content"]
+        assert kept.endswith("…") and numbers.startswith(kept[:-1]) and 100 < len(kept) < len(numbers)
+
+        policy.max_context_tokens = head + policy.max_new_tokens - 10
+        policy._turns = [call, {"role": "tool", "name": "query", "content": numbers}]
+        with pytest.raises(ValueError, match="raise max_context_tokens"):
+            policy._prompt_ids()
+    finally:
+        policy.max_context_tokens = before
+
+
 def _check_truncation(policy: LLMPolicy, call: dict) -> None:
     ids = policy._prompt_ids()
     assert 2 <= len(policy._turns) < 12

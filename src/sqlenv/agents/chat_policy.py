@@ -191,3 +191,24 @@ class ChatToolPolicy:
             return False
         self._turns = self._turns[2:]
         return True
+
+    def _shorten_latest_result(self, excess_tokens: int) -> bool:
+        """Cut the text the model reads last (a tool result, or the format-error feedback) by
+        `excess_tokens` characters, ending it with "…"; False when it is already empty. A token
+        is at least a character, so no cut removes more than is needed; the text shrinks at
+        every call, so a caller cutting until the prompt fits stops.
+
+        Args:
+            excess_tokens: how many tokens the prompt is over its budget.
+
+        Returns:
+            Whether anything was cut."""
+        if not self._turns or self._turns[-1]["role"] == "assistant":
+            return False
+        latest = self._turns[-1]
+        text = str(latest["content"]).removesuffix("…")
+        if not text:
+            return False
+        keep = max(0, len(text) - max(1, excess_tokens))
+        self._turns[-1] = {**latest, "content": text[:keep] + "…"}
+        return True

@@ -5,7 +5,7 @@ preset `smollm2-135m` or a fetched pinned model such as `qwen2.5-coder-0.5b`
 (`sqlenv.agents.local_models`). Generation is greedy by default, with a
 per-turn token budget; when the conversation outgrows the context budget, the oldest turns are
 dropped (with a quarter of the context to spare, see `_prompt_ids`), never the system message, the
-examples or the question itself. The key/value cache of the previous call is kept and cut to the
+examples or the question itself, and a latest result too long for what is left is cut. The key/value cache of the previous call is kept and cut to the
 prefix the next prompt shares with it, so each turn encodes only its new tokens (on a CPU,
 re-encoding the whole conversation every turn costs more than generating the reply). Clones (what
 `--parallel N` threads play with) share the model and a `GenerationBatcher`, so the replies they
@@ -239,9 +239,15 @@ class LLMPolicy(ChatToolPolicy):
         Once it is too long, the oldest exchanges are dropped until a quarter of the context is
         free as well: dropping shifts every later token, so the cached prefix ends at the cut and
         the rest is encoded again. Cutting with room to spare keeps the next turns appending to
-        a cached prefix instead of paying that at every turn."""
+        a cached prefix instead of paying that at every turn. When the latest exchange alone is
+        too long, its result is cut until the prompt fits (`_shorten_latest_result`).
+
+        Raises:
+            ValueError: the prompt does not fit even then (the context budget is too small for
+                the system message, the examples and the question)."""
         tok = self.loaded.tokenizer
-        limit = self.max_context_tokens - self.max_new_tokens
+        budget = self.max_context_tokens - self.max_new_tokens
+        limit = budget
         while True:
             ids = tok.apply_chat_template(
                 [*self._head, *self._turns],
@@ -250,9 +256,23 @@ class LLMPolicy(ChatToolPolicy):
                 return_tensors="pt",
                 return_dict=True,
             )
-            if ids["input_ids"].shape[1] <= limit or not self._drop_oldest_exchange():
+            length = ids["input_ids"].shape[1]
+            if length <= limit:
                 return ids
-            limit = self.max_context_tokens - self.max_new_tokens - self.max_context_tokens // 4
+            if self._drop_oldest_exchange():
+                limit = budget - self.max_context_tokens // 4
+                continue
+            if length <= budget:
+                return ids
+            # Only the latest exchange is left and it still does not fit (a 1,500-character result
+            # of numbers is a token per digit): its result is cut, as vLLM refuses a prompt longer
+            # than the context and the engines must see the same prompt.
+            if not self._shorten_latest_result(length - budget):
+                raise ValueError(
+                    f"the prompt takes {length} tokens with only the latest exchange left and its "
+                    f"result cut: the context budget is {self.max_context_tokens} tokens less "
+                    f"{self.max_new_tokens} for the reply; raise max_context_tokens"
+                )
 
     def _generate(self) -> str:
         import torch
