@@ -5,8 +5,9 @@ preset `smollm2-135m` or a fetched pinned model such as `qwen2.5-coder-0.5b`
 (`sqlenv.agents.local_models`). Generation is greedy by default, with a
 per-turn token budget; when the conversation outgrows the context budget, the oldest turns are
 dropped (with a quarter of the context to spare, see `_prompt_ids`), never the system message, the
-examples or the question itself, and a latest result too long for what is left is cut. The key/value cache of the previous call is kept and cut to the
-prefix the next prompt shares with it, so each turn encodes only its new tokens (on a CPU,
+examples or the question itself, and a latest result too long for what is left is cut. The
+key/value cache of the previous call is kept and cut to the prefix the next prompt shares with
+it, so each turn encodes only its new tokens (on a CPU,
 re-encoding the whole conversation every turn costs more than generating the reply). Clones (what
 `--parallel N` threads play with) share the model and a `GenerationBatcher`, so the replies they
 wait for at the same time are decoded in one batch (`sqlenv.agents.batched_generation`).
