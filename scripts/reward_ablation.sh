@@ -11,6 +11,9 @@
 #   3. dense       GRPO with the config's dense reward (runs/cpu-qwen0.5b-dense): the learning
 #                  curve docs/results.md leads with, so it trains first
 #   4. correctness GRPO with the correctness reward alone (runs/cpu-qwen0.5b-correctness)
+#                  Each arm's held-out points and per-step diagnostics are also written, as they
+#                  are measured, to docs/results/qwen05-ablation-<arm>/ (live.keep_points_in): a
+#                  machine that keeps no runs/ between sittings leaves them in the working tree
 #   5. curves      both held-out curves on one plot (runs/reports/reward-ablation.png), and whether
 #                  the two arms trained on the same questions at every step
 #
@@ -21,8 +24,8 @@
 # scored by execution): the warm-up is taught both answer modes (sft.answer_modes, in
 # runs/cpu-qwen0.5b-both-modes), the pass rates are played in SQL mode (journal
 # runs/journal-qwen05-sft-both-train-sql-T1x4, table docs/results/qwen05-sft-both-sql-pass-rates.json),
-# the arms train and are measured in SQL mode (runs/cpu-qwen0.5b-sql-dense, -sql-correctness), and
-# the plot is runs/reports/reward-ablation-sql.png.
+# the arms train and are measured in SQL mode (runs/cpu-qwen0.5b-sql-dense, -sql-correctness; their
+# points kept in docs/results/qwen05-sql-<arm>/), and the plot is runs/reports/reward-ablation-sql.png.
 #
 #   bash scripts/reward_ablation.sh [--dry-run] [--answer-mode value|sql] [ARM ...]
 #
@@ -37,7 +40,7 @@ set -euo pipefail
 
 usage() {
     echo "$1; usage:" >&2
-    sed -n '27,32p' "$0" >&2
+    sed -n '30,35p' "$0" >&2
     exit 2
 }
 
@@ -74,6 +77,7 @@ if [[ $answer_mode == sql ]]; then
     journal=runs/journal-qwen05-sft-both-train-sql-T1x4
     report=runs/reports/qwen05-sft-both-train-sql-T1x4
     arm_prefix=runs/cpu-qwen0.5b-sql-
+    kept_prefix=docs/results/qwen05-sql-
     plot=runs/reports/reward-ablation-sql.png
     sft_overrides=(--set "sft.answer_modes=[value, sql]" --set output_dir=runs/cpu-qwen0.5b-both-modes)
     play_options=(--answer-mode sql)
@@ -84,6 +88,7 @@ else
     journal=runs/journal-qwen05-sft-train-T1x4
     report=runs/reports/qwen05-sft-train-T1x4
     arm_prefix=runs/cpu-qwen0.5b-
+    kept_prefix=docs/results/qwen05-ablation-
     plot=runs/reports/reward-ablation.png
     sft_overrides=()
     play_options=()
@@ -147,10 +152,11 @@ else
     run "${sqlenv[@]}" train pass-rates "$report" --out "$table"
 fi
 
-# One GRPO arm: LABEL, its run folder, then its --set overrides beyond the shared ones.
+# One GRPO arm: LABEL, its run folder, the folder its points are kept in, then its --set overrides
+# beyond the shared ones.
 arm() {
-    local stage=$1 out=$2
-    shift 2
+    local stage=$1 out=$2 kept=$3
+    shift 3
     if [[ -f $out/grpo/log_history.json ]]; then
         say "$stage: done ($out/grpo/final)"
         return
@@ -160,14 +166,14 @@ arm() {
     say "$stage: training $out/grpo${resume:+ (continuing from its last checkpoint)}"
     run "${preload[@]}" "${sqlenv[@]}" train grpo --config "$config" \
         --spider-dir "$spider_dir" --set "output_dir=$out" --set "grpo.init_from=$sft/final" \
-        --set "grpo.pass_rates_from=$table" "${arm_overrides[@]}" "$@" "${resume[@]}"
+        --set "grpo.pass_rates_from=$table" --set "live.keep_points_in=$kept" "${arm_overrides[@]}" "$@" "${resume[@]}"
 }
 
 for name in "${arms[@]}"; do
     case $name in
-        dense) arm "3 dense" "${arm_prefix}dense" ;;
+        dense) arm "3 dense" "${arm_prefix}dense" "${kept_prefix}dense" ;;
         correctness)
-            arm "4 correctness" "${arm_prefix}correctness" \
+            arm "4 correctness" "${arm_prefix}correctness" "${kept_prefix}correctness" \
                 --set "grpo.reward_weights={correctness: 1.0, progress: 0.0, operational: 0.0}"
             ;;
     esac

@@ -78,6 +78,9 @@ def test_a_fresh_checkout_plans_every_stage_and_both_arms_differ_only_in_their_r
     for arm in (correctness, dense):
         assert arm.grpo.init_from == "runs/cpu-qwen0.5b/sft/final"
         assert arm.grpo.pass_rates_from == "docs/results/qwen05-sft-pass-rates.json"
+    # each arm's points kept where docs/results.md cites them from
+    assert correctness.live.keep_points_in == "docs/results/qwen05-ablation-correctness"
+    assert dense.live.keep_points_in == "docs/results/qwen05-ablation-dense"
     assert correctness.grpo.reward_weights == {"correctness": 1.0, "progress": 0.0, "operational": 0.0}
     assert dense.grpo.reward_weights == {"correctness": 1.0, "progress": 1.0, "operational": 1.0}
     assert (correctness.grpo.max_steps, correctness.grpo.learning_rate) == (dense.grpo.max_steps, dense.grpo.learning_rate)
@@ -198,6 +201,8 @@ def test_in_sql_answer_mode_every_stage_trains_plays_and_measures_in_sql_mode(tm
         assert arm.grpo.init_from == "runs/cpu-qwen0.5b-both-modes/sft/final"
         assert arm.grpo.pass_rates_from == "docs/results/qwen05-sft-both-sql-pass-rates.json"
     assert arms["runs/cpu-qwen0.5b-sql-correctness"].grpo.reward_weights == {"correctness": 1.0, "progress": 0.0, "operational": 0.0}
+    for name in ("dense", "correctness"):
+        assert arms[f"runs/cpu-qwen0.5b-sql-{name}"].live.keep_points_in == f"docs/results/qwen05-sql-{name}"
     assert commands[-1][2:] == [
         "dense=runs/cpu-qwen0.5b-sql-dense/grpo", "correctness only=runs/cpu-qwen0.5b-sql-correctness/grpo",
         "--out", "runs/reports/reward-ablation-sql.png",

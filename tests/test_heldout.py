@@ -60,6 +60,44 @@ def test_the_learning_curve_is_drawn_and_a_resumed_run_keeps_its_points(tmp_path
     assert (tmp_path / "curve.png").stat().st_size > 10_000
 
 
+def test_kept_points_follow_the_run_but_never_replace_a_curve_further_along(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("transformers")
+    from sqlenv.training.config import load_config
+    from sqlenv.training.live import LiveVisualizationCallback
+
+    config = load_config(REPO / "configs" / "smoke.yaml")
+    kept = tmp_path / "docs" / "kept"
+    config.live.keep_points_in = str(kept)
+    callback = LiveVisualizationCallback(config, tmp_path / "run", tokenizer=None, phase="grpo")
+    run = [{"step": s, "success": 0.1 * s} for s in (0, 10)]
+    assert callback.keep_points("heldout.json", run) == kept / "heldout.json"  # the folder is made
+    assert json.loads((kept / "heldout.json").read_text()) == run
+    assert callback.keep_points("heldout.json", []) is None  # nothing measured yet: nothing written
+
+    longer = [{"step": s, "success": 0.5} for s in (0, 10, 20, 30)]  # another run's, further along
+    (kept / "heldout.json").write_text(json.dumps(longer))
+    for _ in range(2):
+        assert callback.keep_points("heldout.json", run) is None
+    assert json.loads((kept / "heldout.json").read_text()) == longer
+    said = capsys.readouterr().err
+    assert said.count("reaches step 30, further than this run (step 10)") == 1  # said once
+    passed = run + [{"step": s, "success": 0.2} for s in (20, 30)]  # this run reaches step 30 too
+    callback.keep_points("heldout.json", passed)
+    assert json.loads((kept / "heldout.json").read_text()) == passed
+
+    (kept / "diagnostics.json").write_text('{"cut short')  # unreadable: replaced
+    assert callback.keep_points("diagnostics.json", run) == kept / "diagnostics.json"
+    assert json.loads((kept / "diagnostics.json").read_text()) == run
+
+    config.live.keep_points_in = None  # unset: only the run folder
+    assert LiveVisualizationCallback(config, tmp_path / "other", tokenizer=None, phase="grpo").keep_points(
+        "heldout.json", [*passed, {"step": 40}]
+    ) is None
+    assert json.loads((kept / "heldout.json").read_text()) == passed
+
+
 def test_the_success_band_is_each_points_wilson_interval() -> None:
     from sqlenv.evaluation.records import wilson_interval
     from sqlenv.training.curves import success_band

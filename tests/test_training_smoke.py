@@ -43,8 +43,9 @@ def _train(phase: str, out: Path, spider_dir: Path, *extra: str) -> subprocess.C
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory, spider_dir: Path) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("smoke")
-    for phase in ("sft", "grpo"):
-        (out / f"{phase}-output.txt").write_text(_train(phase, out, spider_dir).stdout)
+    for phase in ("sft", "grpo"):  # both told to keep their points: only GRPO has any
+        done = _train(phase, out, spider_dir, "--set", f"live.keep_points_in={out / 'kept'}")
+        (out / f"{phase}-output.txt").write_text(done.stdout)
     yield out
     # Models and optimizer states take about 4 GB: free them once this module is done, pass or fail.
     shutil.rmtree(out, ignore_errors=True)
@@ -139,6 +140,10 @@ def test_the_learning_curve_starts_at_the_start_model_on_the_same_heldout_questi
         assert point["answer_rate"] == len(answered) / len(episodes) == len(answered) / point["n"]
         assert point["mean_steps"] == sum(e["steps"] for e in episodes) / len(episodes)
     assert (live / "learning_curve.png").stat().st_size > 10_000
+    # live.keep_points_in: the same points, written there too (a folder that outlives the run's)
+    for name in ("heldout.json", "diagnostics.json"):
+        assert (smoke_run / "kept" / name).read_text() == (live / name).read_text(), name
+    assert sorted(path.name for path in (smoke_run / "kept").iterdir()) == ["diagnostics.json", "heldout.json"]
 
 
 def test_the_trained_model_is_an_evaluation_policy(smoke_run: Path, spider10) -> None:

@@ -145,6 +145,10 @@ class LiveSection:
     heldout_every: int = 10
     heldout_parallel: int = 8  # episodes decoded in one batch
     max_new_tokens: int = 256  # per reply, as `sqlenv eval` (sqlenv.agents.local_policy.DEFAULT_MAX_NEW_TOKENS)
+    # A second folder for `heldout.json` and `diagnostics.json` (a tracked one, e.g. under docs/),
+    # written each time the run writes them: a machine that keeps no `runs/` between sittings still
+    # leaves the curve's points behind. Never replaced by a run that has reached fewer steps.
+    keep_points_in: str | None = None
 
 
 @dataclass

@@ -17,6 +17,8 @@ Under `<run dir>/live/`:
   groups, KL, clipped ratios, completion length and truncation, tool calls and failed calls per
   rollout, answer rate (`sqlenv.training.diagnostics`), in `diagnostics.json` and `diagnostics.png`;
 - at the end, `summary.png`: the curves and the success lines together.
+With `keep_points_in` set, `heldout.json` and `diagnostics.json` are also written there each time
+(`keep_points`): the points outlive a run folder lost with its machine.
 Episodes are played with `LLMPolicy` on the model being trained, in the real environment: with
 transformers, or, when `reply_generator` is set (a GRPO run on TRL's colocated vLLM:
 `sqlenv.training.vllm_colocate.colocated_reply_generator`), on that engine with the current weights.
@@ -25,6 +27,7 @@ transformers, or, when `reply_generator` is set (a GRPO run on TRL's colocated v
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +50,16 @@ def _write_json(path: Path, value: Any) -> None:
     empty or cut. Sets (as in a report's JSON) are written as lists.
     """
     write_bytes_atomic(path, json.dumps(value, indent=1, default=list).encode("utf-8"))
+
+
+def _last_step(path: Path) -> int | None:
+    """The last step of the points kept in `path`; None where there is no such file or it holds
+    no readable points (a file that cannot be read is one a run may replace)."""
+    try:
+        points = json.loads(path.read_text(encoding="utf-8"))
+        return max(int(point["step"]) for point in points)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 REWARD_KEYS = {
@@ -91,6 +104,7 @@ class LiveVisualizationCallback(TrainerCallback):
         self.reply_generator: Callable[[], ReplyGenerator] | None = None
         self.diagnostics: RolloutDiagnostics | None = None  # a GRPO run's rollouts, per step
         self.diagnostic_points: list[dict[str, Any]] = []
+        self._kept_further: set[str] = set()  # kept files already said to be further along
 
     # ---- trainer events ----------------------------------------------------------------------
 
@@ -167,9 +181,40 @@ class LiveVisualizationCallback(TrainerCallback):
         point.update({key: float(logs[key]) for key in TRL_DIAGNOSTIC_KEYS + TRL_STEP_KEYS if key in logs})
         self.diagnostic_points = [p for p in self.diagnostic_points if p["step"] != step] + [point]
         _write_json(self.dir / "diagnostics.json", self.diagnostic_points)
+        self.keep_points("diagnostics.json", self.diagnostic_points)
         if self.live.plot_every and step % self.live.plot_every == 0:
             self.plot_diagnostics(self.dir / "diagnostics.png")
         return point
+
+    def keep_points(self, name: str, points: list[dict[str, Any]]) -> Path | None:
+        """Write the run's points to `live.keep_points_in` as well, unless the file there reaches a
+        later step than they do (another run's, further along: this run replaces it once it passes
+        that step, so a rerun from the start does not wipe a longer curve that docs cite).
+
+        Args:
+            name: `heldout.json` or `diagnostics.json`.
+            points: the run's points so far, each with its `step`.
+
+        Returns:
+            The file written, or None (no folder set, no points yet, or a kept file further along).
+        """
+        if not self.live.keep_points_in or not points:
+            return None
+        path = Path(self.live.keep_points_in) / name
+        reached = max(point["step"] for point in points)
+        kept_reached = _last_step(path)
+        if kept_reached is not None and kept_reached > reached:
+            if name not in self._kept_further:
+                self._kept_further.add(name)
+                print(
+                    f"live.keep_points_in: {path} reaches step {kept_reached}, further than this run "
+                    f"(step {reached}); it is left as it is until this run passes that step",
+                    file=sys.stderr,
+                )
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_json(path, points)
+        return path
 
     # ---- episodes with the current model -----------------------------------------------------
 
@@ -281,6 +326,7 @@ class LiveVisualizationCallback(TrainerCallback):
         _write_json(self.dir / f"heldout-step{step}.json", result.to_json())
         self.heldout = [p for p in self.heldout if p["step"] != step] + [point]
         _write_json(self.dir / "heldout.json", self.heldout)
+        self.keep_points("heldout.json", self.heldout)
         self.plot_learning_curve(self.dir / "learning_curve.png")
         return point
 
