@@ -180,11 +180,15 @@ class LiveVisualizationCallback(TrainerCallback):
         point: dict[str, Any] = {"step": step, **self.diagnostics.take()}
         point.update({key: float(logs[key]) for key in TRL_DIAGNOSTIC_KEYS + TRL_STEP_KEYS if key in logs})
         self.diagnostic_points = [p for p in self.diagnostic_points if p["step"] != step] + [point]
-        _write_json(self.dir / "diagnostics.json", self.diagnostic_points)
-        self.keep_points("diagnostics.json", self.diagnostic_points)
+        self._write_points("diagnostics.json", self.diagnostic_points)
         if self.live.plot_every and step % self.live.plot_every == 0:
             self.plot_diagnostics(self.dir / "diagnostics.png")
         return point
+
+    def _write_points(self, name: str, points: list[dict[str, Any]]) -> None:
+        """The run's points to `live/<name>`, and to `live.keep_points_in` (`keep_points`)."""
+        _write_json(self.dir / name, points)
+        self.keep_points(name, points)
 
     def keep_points(self, name: str, points: list[dict[str, Any]]) -> Path | None:
         """Write the run's points to `live.keep_points_in` as well, unless the file there reaches a
@@ -325,8 +329,7 @@ class LiveVisualizationCallback(TrainerCallback):
         }
         _write_json(self.dir / f"heldout-step{step}.json", result.to_json())
         self.heldout = [p for p in self.heldout if p["step"] != step] + [point]
-        _write_json(self.dir / "heldout.json", self.heldout)
-        self.keep_points("heldout.json", self.heldout)
+        self._write_points("heldout.json", self.heldout)
         self.plot_learning_curve(self.dir / "learning_curve.png")
         return point
 
