@@ -111,10 +111,15 @@ class EnvConfig:
     the verifier's typed rules. "sql": ANSWER gives one read-only SQL statement; it runs in the
     sandbox and is correct when its result matches the gold query's under Spider's execution
     match (`sqlenv.env.verifier.execution_match`), so success rate is execution accuracy.
+
+    `show_schema` False: the first observation names the tables only, and the agent explores to
+    learn their columns. True (a control): its `schema_info` also holds every table's CREATE TABLE
+    statement, as text-to-SQL papers put the schema in the prompt; nothing else changes.
     """
 
     step_budget: int = 15
     answer_mode: AnswerMode = "value"
+    show_schema: bool = False
     sample_rows: int = 5
     float_tolerance: float = 0.01
     # Longer ANSWER texts are wrong without being parsed (verification time grows with length).
@@ -125,6 +130,8 @@ class EnvConfig:
     def __post_init__(self) -> None:
         if self.answer_mode not in ANSWER_MODES:
             raise ValueError(f"answer_mode must be one of {', '.join(ANSWER_MODES)}, not {self.answer_mode!r}")
+        if not isinstance(self.show_schema, bool):
+            raise ValueError(f"show_schema must be true or false, not {self.show_schema!r}")
 
     def with_time_limit(self, seconds: float) -> EnvConfig:
         """Return a copy whose sandbox time limit is `seconds`."""

@@ -12,7 +12,7 @@ only falls back to these readers where a default is documented to come from the 
 | `SQLENV_QUERY_THREADS` | threads of the shared pool that runs QUERY/ANSWER under the server (default 4) | `sqlenv.env.environment` |
 | `SQLENV_MAX_SESSIONS` | WebSocket sessions per server worker (default 64) | `sqlenv.server.app` |
 | `SQLENV_WORKER_TIMEOUT` | seconds `sqlenv serve --workers N` gives a worker to answer uvicorn's health check, at start-up and after (default 60) | `sqlenv.cli.serve` |
-| `SQLENV_DATASET`, `SQLENV_SPLIT`, `SQLENV_ANSWER_MODE` | what a server started by uvicorn serves (answer mode default `value`) | `sqlenv.server.app.app_from_environment` |
+| `SQLENV_DATASET`, `SQLENV_SPLIT`, `SQLENV_ANSWER_MODE`, `SQLENV_SHOW_SCHEMA` | what a server started by uvicorn serves (answer mode default `value`; the schema shown with `1`, default `0`) | `sqlenv.server.app.app_from_environment` |
 | `SQLENV_DEVICE` | the torch device of local models (default `auto`) | `sqlenv.agents.devices` |
 | `SQLENV_DTYPE` | what local models compute in when they play: `float32`, `bfloat16` or `auto` (default: bfloat16 where the hardware computes it natively) | `sqlenv.agents.local_models` |
 | `SQLENV_MAX_NEW_TOKENS` | tokens per reply of a language-model policy (default 256) | `sqlenv.agents.chat_policy` |
@@ -34,6 +34,7 @@ WORKER_TIMEOUT_ENV = "SQLENV_WORKER_TIMEOUT"
 DATASET_ENV = "SQLENV_DATASET"
 SPLIT_ENV = "SQLENV_SPLIT"
 ANSWER_MODE_ENV = "SQLENV_ANSWER_MODE"
+SHOW_SCHEMA_ENV = "SQLENV_SHOW_SCHEMA"
 DEVICE_ENV = "SQLENV_DEVICE"
 DTYPE_ENV = "SQLENV_DTYPE"
 DTYPES = ("auto", "float32", "bfloat16")
@@ -133,6 +134,7 @@ class ServedData:
     split: str = "train"
     spider_dir: str | None = None
     answer_mode: str = "value"
+    show_schema: bool = False
 
 
 def served_data_from_environment() -> ServedData:
@@ -140,18 +142,30 @@ def served_data_from_environment() -> ServedData:
 
     Returns:
         $SQLENV_DATASET (default demo), $SQLENV_SPLIT (default train), $SQLENV_SPIDER_DIR,
-        $SQLENV_ANSWER_MODE (default value).
+        $SQLENV_ANSWER_MODE (default value), $SQLENV_SHOW_SCHEMA (1 or 0, default 0).
+
+    Raises:
+        ValueError: $SQLENV_SHOW_SCHEMA is neither 1 nor 0.
     """
+    show_schema = _text(SHOW_SCHEMA_ENV) or "0"
+    if show_schema not in ("0", "1"):
+        raise ValueError(f"${SHOW_SCHEMA_ENV}={show_schema!r} must be 1 (show the schema) or 0")
     return ServedData(
         dataset=_text(DATASET_ENV) or "demo",
         split=_text(SPLIT_ENV) or "train",
         spider_dir=_text(SPIDER_DIR_ENV) or None,
         answer_mode=_text(ANSWER_MODE_ENV) or "value",
+        show_schema=show_schema == "1",
     )
 
 
 def served_data_environment(
-    dataset: str, split: str, spider_dir: Path | None, max_sessions: int | None, answer_mode: str = "value"
+    dataset: str,
+    split: str,
+    spider_dir: Path | None,
+    max_sessions: int | None,
+    answer_mode: str = "value",
+    show_schema: bool = False,
 ) -> dict[str, str]:
     """The variables that make `app_from_environment` serve these data: what `sqlenv serve` sets
     for its uvicorn workers, which are separate processes and can only be told through them.
@@ -162,11 +176,17 @@ def served_data_environment(
         spider_dir: the Spider folder, when given.
         max_sessions: sessions per worker, when given.
         answer_mode: what ANSWER takes ("value" or "sql").
+        show_schema: whether the first observation shows every table's CREATE TABLE statement.
 
     Returns:
         Variable names and values to add to the workers' environment.
     """
-    values = {DATASET_ENV: dataset, SPLIT_ENV: split, ANSWER_MODE_ENV: answer_mode}
+    values = {
+        DATASET_ENV: dataset,
+        SPLIT_ENV: split,
+        ANSWER_MODE_ENV: answer_mode,
+        SHOW_SCHEMA_ENV: "1" if show_schema else "0",
+    }
     if spider_dir is not None:
         values[SPIDER_DIR_ENV] = str(spider_dir)
     if max_sessions is not None:

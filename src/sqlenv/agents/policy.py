@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from sqlenv.env.models import SQLAction, SQLObservation
 
-__all__ = ["Policy", "table_names"]
+__all__ = ["Policy", "table_list_line", "table_names"]
 
 
 @runtime_checkable
@@ -36,6 +36,20 @@ class Policy(Protocol):
 
 
 def table_names(observation: SQLObservation) -> list[str]:
-    """The table names listed in an observation's schema_info ("Tables: a, b, c")."""
-    text = observation.schema_info.removeprefix("Tables:").strip()
+    """The table names listed in an observation's schema_info ("Tables: a, b, c"): its first line,
+    which the CREATE TABLE statements of a shown schema follow (`EnvConfig.show_schema`)."""
+    text = table_list_line(observation.schema_info).removeprefix("Tables:").strip()
     return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def table_list_line(schema_info: str) -> str:
+    """The table list line of an observation's `schema_info` ("Tables: a, b, c"), without what a
+    shown schema adds after it.
+
+    Args:
+        schema_info: an observation's `schema_info`.
+
+    Returns:
+        Its first line.
+    """
+    return schema_info.split("\n", 1)[0]

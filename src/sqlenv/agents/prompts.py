@@ -17,22 +17,33 @@ from sqlenv.env.verifier import format_answer
 
 FORMAT_ERROR_ACTION = "FORMAT_ERROR"  # what the environment receives for an unparseable reply
 
-SYSTEM_PROMPT = (
+# The system prompt's parts: what the agent is shown (the table names, or the whole schema with
+# `EnvConfig.show_schema`), the tools, and the answer format of the answer mode.
+_SCHEMA_HIDDEN = (
     "You answer a question about a SQLite database that you cannot see. Explore it with the tools, "
+)
+_SCHEMA_SHOWN = (
+    "You answer a question about a SQLite database whose schema (one CREATE TABLE statement per "
+    "table) is given in the question message. You can still explore it with the tools, "
+)
+_TOOLS_AND_BUDGET = (
     "one tool call per reply: describe(table_name) shows a table's columns and keys, "
     "sample(table_name) shows a few rows, query(sql) runs one read-only SELECT statement, and "
     "answer(value) gives the final answer and ends the episode. You have at most {budget} tool "
-    "calls. Answer format: a single value as plain text (42, Paris); several values as a JSON "
+    "calls. "
+)
+_VALUE_FORMAT = (
+    "Answer format: a single value as plain text (42, Paris); several values as a JSON "
     'array (["a", "b"]); rows of several columns as a JSON array of arrays ([["a", 1], ["b", 2]]).'
 )
-SQL_ANSWER_SYSTEM_PROMPT = (
-    "You answer a question about a SQLite database that you cannot see. Explore it with the tools, "
-    "one tool call per reply: describe(table_name) shows a table's columns and keys, "
-    "sample(table_name) shows a few rows, query(sql) runs one read-only SELECT statement, and "
-    "answer(value) gives the final answer and ends the episode. You have at most {budget} tool "
-    "calls. Answer format: one SQLite SELECT statement whose result answers the question; its "
+_SQL_FORMAT = (
+    "Answer format: one SQLite SELECT statement whose result answers the question; its "
     "result is compared with the expected one."
 )
+SYSTEM_PROMPT = _SCHEMA_HIDDEN + _TOOLS_AND_BUDGET + _VALUE_FORMAT
+SQL_ANSWER_SYSTEM_PROMPT = _SCHEMA_HIDDEN + _TOOLS_AND_BUDGET + _SQL_FORMAT
+SCHEMA_SHOWN_SYSTEM_PROMPT = _SCHEMA_SHOWN + _TOOLS_AND_BUDGET + _VALUE_FORMAT
+SQL_ANSWER_SCHEMA_SHOWN_SYSTEM_PROMPT = _SCHEMA_SHOWN + _TOOLS_AND_BUDGET + _SQL_FORMAT
 FORMAT_ERROR_MESSAGE = (
     "Your reply was not a valid tool call ({problem}). Reply with exactly one tool call: "
     "describe, sample, query or answer, with its one argument."
@@ -57,9 +68,15 @@ def answer_mode_of(observation: SQLObservation) -> str:
     return str(observation.metadata.get("answer_mode", "value"))
 
 
+def schema_shown(observation: SQLObservation) -> bool:
+    """Whether an observation's environment shows the schema (`EnvConfig.show_schema`; False when
+    it does not say)."""
+    return observation.metadata.get("show_schema") is True
+
+
 def system_message(observation: SQLObservation) -> dict[str, str]:
     """The system message of an episode: the rules, its step budget and, by the environment's
-    answer mode, how to answer.
+    answer mode, how to answer; where the schema is shown, that it is in the question message.
 
     Args:
         observation: the episode's first observation.
@@ -67,13 +84,18 @@ def system_message(observation: SQLObservation) -> dict[str, str]:
     Returns:
         A chat message with role "system".
     """
-    template = SQL_ANSWER_SYSTEM_PROMPT if answer_mode_of(observation) == "sql" else SYSTEM_PROMPT
+    sql = answer_mode_of(observation) == "sql"
+    if schema_shown(observation):
+        template = SQL_ANSWER_SCHEMA_SHOWN_SYSTEM_PROMPT if sql else SCHEMA_SHOWN_SYSTEM_PROMPT
+    else:
+        template = SQL_ANSWER_SYSTEM_PROMPT if sql else SYSTEM_PROMPT
     return {"role": "system", "content": template.format(budget=observation.budget_remaining)}
 
 
 def question_message(observation: SQLObservation, examples: SolvedExamples | None = None) -> dict[str, str]:
-    """The episode's opening user message: the question, the table list and, with `examples`, the
-    most similar solved train questions (`sqlenv.agents.solved_examples`)."""
+    """The episode's opening user message: the question, the table list (and with it, where the
+    environment shows the schema, the CREATE TABLE statements) and, with `examples`, the most
+    similar solved train questions (`sqlenv.agents.solved_examples`)."""
     content = f"Question: {observation.question}\n{observation.schema_info}"
     if examples is not None and (block := examples_text(examples.for_observation(observation))):
         content += f"\n{block}"

@@ -23,8 +23,8 @@ alone: 94 and 114).
 `EXAMPLES_RANKING` names the ranking; an episode journal records it, so that a run started with
 one ranking is never continued with another (`sqlenv.evaluation.journal`).
 
-The database is found from the observation's table list (`schema_info`), which is all a policy sees;
-databases with the same table list share their examples. An episode on a database without train
+The database is found from the observation's table list (the first line of `schema_info`), which
+is what a policy always sees; databases with the same table list share their examples. An episode on a database without train
 questions gets no examples and the prompt has no examples block.
 
 The SFT data, the GRPO prompts and the chat policies build the prompt with the same
@@ -137,7 +137,10 @@ class SolvedExamples:
         return [self._records[candidates[i]] for i in ranked[: self.count]]
 
     def for_observation(self, observation: SQLObservation) -> list[QuestionRecord]:
-        databases = self._databases_by_tables.get(observation.schema_info, set())
+        from sqlenv.agents.policy import table_list_line
+
+        # Keyed by the table list line alone: a shown schema's statements follow it.
+        databases = self._databases_by_tables.get(table_list_line(observation.schema_info), set())
         return self.for_question(observation.question, databases)
 
 

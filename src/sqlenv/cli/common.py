@@ -59,6 +59,16 @@ AnswerModeOption = Annotated[
 ]
 
 
+ShowSchemaOption = Annotated[
+    bool,
+    typer.Option(
+        "--show-schema",
+        help="a control: the first observation also shows every table's CREATE TABLE statement, as "
+        "text-to-SQL papers put the schema in the prompt (default: the table names only)",
+    ),
+]
+
+
 def fail(message: str) -> NoReturn:
     """Print `message` as an error and exit with status 2."""
     console.print(f"[bold red]error:[/] {escape(message)}")  # a message is text, not markup

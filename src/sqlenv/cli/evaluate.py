@@ -16,6 +16,7 @@ from sqlenv.cli.common import (
     AnswerMode,
     AnswerModeOption,
     DatasetOption,
+    ShowSchemaOption,
     SpiderDirOption,
     Split,
     app,
@@ -173,6 +174,7 @@ def _run_policies(
     heldout: int | None = None,
     answer_mode: AnswerMode = AnswerMode.value,
     samples: int = 1,
+    show_schema: bool = False,
 ) -> list[EvaluationResult]:
     """Evaluate each named policy on the same questions with the same seeds (one progress bar each);
     with `samples` K, each question K times in a row, each episode with its own seed."""
@@ -203,18 +205,27 @@ def _run_policies(
     data = load_or_fail(dataset, spider_dir)
     try:
         if url is None:
-            env_factory = LocalEnvironmentFactory(data, split.value, EnvConfig(answer_mode=answer_mode.value))
+            env_factory = LocalEnvironmentFactory(
+                data, split.value, EnvConfig(answer_mode=answer_mode.value, show_schema=show_schema)
+            )
         else:
             env_factory = RemoteEnvironmentFactory(url, data, split.value)
         env = env_factory()
         if url is not None:
-            served_mode = env.reset().metadata.get("answer_mode", "value")
+            served = env.reset().metadata
+            served_mode = served.get("answer_mode", "value")
             if served_mode != answer_mode.value:
                 env.close()
                 fail(
                     f"the server at {url} grades answers in mode {served_mode!r}, not {answer_mode.value!r}: "
                     f"pass --answer-mode {served_mode}, or serve with --answer-mode {answer_mode.value}"
                 )
+            if served.get("show_schema") is not True and show_schema:
+                env.close()
+                fail(f"the server at {url} hides the schema: serve with --show-schema, or leave --show-schema out")
+            if served.get("show_schema") is True and not show_schema:
+                env.close()
+                fail(f"the server at {url} shows the schema: pass --show-schema, or serve without it")
     except KeyError as exc:
         fail(str(exc.args[0]))
     except (OSError, ConnectionError) as exc:
@@ -283,9 +294,12 @@ def _run_policies(
     return results
 
 
-def _success_words(answer_mode: AnswerMode) -> str:
-    """What the success column measures: execution accuracy when answers are SQL statements."""
-    return "execution accuracy (SQL answers)" if answer_mode == AnswerMode.sql else "success rate"
+def _success_words(answer_mode: AnswerMode, show_schema: bool = False) -> str:
+    """What the success column measures: execution accuracy when answers are SQL statements; and
+    whether the schema was shown."""
+    notes = (["SQL answers"] if answer_mode == AnswerMode.sql else []) + (["schema shown"] if show_schema else [])
+    words = "execution accuracy" if answer_mode == AnswerMode.sql else "success rate"
+    return words + (f" ({', '.join(notes)})" if notes else "")
 
 
 def _results_table(title: str, results: list[EvaluationResult], *, compare: bool = False) -> Table:
@@ -385,6 +399,7 @@ def eval_command(
     max_new_tokens: MaxNewTokensOption = None,
     solved_examples: SolvedExamplesOption = None,
     answer_mode: AnswerModeOption = AnswerMode.value,
+    show_schema: ShowSchemaOption = False,
     journal_only: Annotated[
         bool,
         typer.Option(
@@ -443,11 +458,12 @@ def eval_command(
         heldout=heldout,
         answer_mode=answer_mode,
         samples=samples,
+        show_schema=show_schema,
     )
     console.print(
         _results_table(
             f"{dataset} / {split.value}{f' (held-out {heldout})' if heldout else ''}: "
-            f"{_success_words(answer_mode)} overall and by difficulty, mean reward and steps",
+            f"{_success_words(answer_mode, show_schema)} overall and by difficulty, mean reward and steps",
             results,
         )
     )
@@ -497,6 +513,7 @@ def compare_command(
     max_new_tokens: MaxNewTokensOption = None,
     solved_examples: SolvedExamplesOption = None,
     answer_mode: AnswerModeOption = AnswerMode.value,
+    show_schema: ShowSchemaOption = False,
 ) -> None:
     """Play several policies on the same questions with the same seeds and compare them."""
     names = _policy_names(policies)
@@ -507,11 +524,12 @@ def compare_command(
         names, dataset, split, spider_dir, episodes, seed, url, parallel, backend, ray_address, journal,
         settings=settings,
         answer_mode=answer_mode,
+        show_schema=show_schema,
     )
     console.print(
         _results_table(
             f"{dataset}/{split.value}, seed {seed}, {results[0].n_episodes} episodes per policy (the same ones)\n"
-            f"{_success_words(answer_mode)} overall and by difficulty; mean reward and steps; fmt err: unparseable outputs per action",
+            f"{_success_words(answer_mode, show_schema)} overall and by difficulty; mean reward and steps; fmt err: unparseable outputs per action",
             results,
             compare=True,
         )
@@ -589,7 +607,10 @@ def patterns_command(
     labels = [run.path.parent.name if run.path.name == "results.json" else run.path.name for run in runs]
     table = Table(
         title="episodes: how they ended; actions per episode; patterns: episodes (success among them)",
-        caption="\n".join(f"{label}: {run.policy}" for label, run in zip(labels, runs, strict=True)),
+        caption="\n".join(
+            f"{label}: {run.policy}" + (" (schema shown)" if any(e.show_schema for e in run.episodes) else "")
+            for label, run in zip(labels, runs, strict=True)
+        ),
     )
     table.add_column("", no_wrap=True)
     for label in labels:

@@ -12,7 +12,15 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from sqlenv.cli.common import AnswerMode, AnswerModeOption, DatasetOption, SpiderDirOption, Split, app
+from sqlenv.cli.common import (
+    AnswerMode,
+    AnswerModeOption,
+    DatasetOption,
+    ShowSchemaOption,
+    SpiderDirOption,
+    Split,
+    app,
+)
 
 
 class McpTransport(StrEnum):
@@ -37,6 +45,7 @@ def mcp_command(
         int | None, typer.Option(min=1, help="concurrent MCP sessions over http (default: the SDK's)")
     ] = None,
     answer_mode: AnswerModeOption = AnswerMode.value,
+    show_schema: ShowSchemaOption = False,
 ) -> None:
     """Serve the environment to MCP clients: tools list_questions, start_episode, describe, sample,
     query and answer; each MCP session plays its own episode."""
@@ -50,7 +59,7 @@ def mcp_command(
         server = create_mcp_server(
             data,
             split.value,
-            config=EnvConfig(answer_mode=answer_mode.value),
+            config=EnvConfig(answer_mode=answer_mode.value, show_schema=show_schema),
             host=host,
             port=port,
             max_sessions=max_sessions,
@@ -60,5 +69,6 @@ def mcp_command(
         stderr.print(f"[bold red]error:[/] {escape(str(message))}")
         raise typer.Exit(2) from None
     where = f"http://{host}:{port}/mcp" if transport == McpTransport.http else "stdio"
-    stderr.print(f"sqlenv MCP server: {dataset}/{split.value}, answer mode {answer_mode.value}, on {where}")
+    schema = ", schema shown" if show_schema else ""
+    stderr.print(f"sqlenv MCP server: {dataset}/{split.value}, answer mode {answer_mode.value}{schema}, on {where}")
     run_mcp_server(server, transport.value)

@@ -7,10 +7,20 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from sqlenv.cli.common import DatasetOption, SpiderDirOption, Split, app, console, load_or_fail
+from sqlenv.cli.common import (
+    DatasetOption,
+    ShowSchemaOption,
+    SpiderDirOption,
+    Split,
+    app,
+    console,
+    fail,
+    load_or_fail,
+)
 from sqlenv.data import Dataset
 from sqlenv.env.models import ACTION_TYPES, SQLAction, SQLObservation
 
@@ -57,11 +67,24 @@ def play_in_terminal(
     question_id: str | None = None,
     seed: int | None = None,
     url: str | None = None,
+    show_schema: bool = False,
 ) -> None:
+    """Play episodes until the player quits.
+
+    Args:
+        console: where the episodes are shown and typed.
+        dataset: the dataset played.
+        split: the split questions are drawn from.
+        question_id: the first episode's question (default: a random one).
+        seed: draws the first episode's question.
+        url: a running server to play on (it decides whether the schema is shown).
+        show_schema: in-process, show every table's CREATE TABLE statement (`EnvConfig.show_schema`).
+    """
     if url is None:
+        from sqlenv.config import EnvConfig
         from sqlenv.env.environment import SQLEnvironment
 
-        env = SQLEnvironment(dataset=dataset, split=split)
+        env = SQLEnvironment(dataset=dataset, split=split, config=EnvConfig(show_schema=show_schema))
     else:
         from sqlenv.server.client import RemoteSQLEnvironment
 
@@ -81,7 +104,8 @@ def _play_episode(console: Console, env, observation: SQLObservation) -> bool:
     meta = observation.metadata
     console.print(
         Panel(
-            f"[bold]{observation.question}[/]\n\n{observation.schema_info}\n"
+            # The schema is text, not markup (a quoted name may hold brackets).
+            f"[bold]{escape(observation.question)}[/]\n\n{escape(observation.schema_info)}\n"
             f"[dim]{meta.get('db_id')} · {meta.get('difficulty')} · {meta.get('question_id')}[/]",
             title="sqlenv",
         )
@@ -143,7 +167,14 @@ def play(
     url: Annotated[
         str | None, typer.Option(help="play against a running server instead of in-process")
     ] = None,
+    show_schema: ShowSchemaOption = False,
 ) -> None:
     """Play episodes in the terminal: type `describe T`, `sample T`, `query SQL`, `answer X`."""
+    if url is not None and show_schema:
+        fail(
+            "with --url the server decides whether the schema is shown: start it with `sqlenv serve --show-schema`"
+        )
     data = load_or_fail(dataset, spider_dir)
-    play_in_terminal(console, data, split.value, question_id=question_id, seed=seed, url=url)
+    play_in_terminal(
+        console, data, split.value, question_id=question_id, seed=seed, url=url, show_schema=show_schema
+    )

@@ -10,6 +10,7 @@ from sqlenv.cli.common import (
     AnswerMode,
     AnswerModeOption,
     DatasetOption,
+    ShowSchemaOption,
     SpiderDirOption,
     Split,
     app,
@@ -48,6 +49,7 @@ def serve(
         ),
     ] = None,
     answer_mode: AnswerModeOption = AnswerMode.value,
+    show_schema: ShowSchemaOption = False,
 ) -> None:
     """Serve the environment over OpenEnv's protocol (WebSocket /ws) with a web page at /web."""
     import os
@@ -63,6 +65,7 @@ def serve(
     console.print(
         f"sqlenv serving {dataset}/{split.value} on http://{host}:{port} — play at http://{host}:{port}/web"
         + (" (answers are SQL statements)" if answer_mode == AnswerMode.sql else "")
+        + (" (the schema is shown)" if show_schema else "")
     )
     if workers > 1:
         # uvicorn's workers are separate processes that build the app from the environment. Its
@@ -73,7 +76,9 @@ def serve(
         except ValueError as exc:
             fail(str(exc))
         os.environ.update(
-            served_data_environment(dataset, split.value, spider_dir, max_sessions, answer_mode.value)
+            served_data_environment(
+                dataset, split.value, spider_dir, max_sessions, answer_mode.value, show_schema
+            )
         )
         uvicorn.run(
             "sqlenv.server.worker:app_from_environment",
@@ -87,7 +92,11 @@ def serve(
         return
     try:
         application = create_sqlenv_app(
-            dataset, split.value, spider_dir, max_sessions, EnvConfig(answer_mode=answer_mode.value)
+            dataset,
+            split.value,
+            spider_dir,
+            max_sessions,
+            EnvConfig(answer_mode=answer_mode.value, show_schema=show_schema),
         )
     except KeyError as exc:
         fail(str(exc.args[0]))

@@ -1,6 +1,8 @@
 """The episode state machine: `SQLEnvironment`, an OpenEnv `Environment`.
 
-reset() picks a question (seeded, or by id) and shows the question and the table names only.
+reset() picks a question (seeded, or by id) and shows the question and the table names only;
+with `EnvConfig.show_schema` (a control), its `schema_info` also holds every table's CREATE TABLE
+statement (`DatabaseCatalog.schema_text`), while later observations name the tables as always.
 step() runs one action — DESCRIBE, SAMPLE, QUERY or ANSWER — spends one step of the budget and
 pays the reward of `sqlenv.env.rewards`. ANSWER or an exhausted budget ends the episode; after the
 end every action gets an error and changes nothing. What ANSWER takes follows
@@ -169,7 +171,8 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
             catalog=catalog,
             budget=self.config.step_budget,
         )
-        return self._observation(self._episode, result="", error="", reward=None)
+        schema = catalog.schema_text if self.config.show_schema else catalog.table_list_text
+        return self._observation(self._episode, result="", error="", reward=None, schema_info=schema)
 
     def step(self, action: SQLAction, timeout_s: float | None = None, **kwargs: Any) -> SQLObservation:
         ep = self._episode
@@ -230,7 +233,15 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         question_id: str | None = None,
         **kwargs: Any,
     ) -> SQLObservation:
-        """reset() is a dictionary lookup and a catalog read: done on the event loop."""
+        """reset() is a dictionary lookup and a catalog read: done on the event loop. With the
+        schema shown it runs on the shared pool instead: the first reset on a database reads
+        every table's PRAGMAs (6 ms for Spider's largest), which would hold the loop."""
+        if self.config.show_schema:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(
+                _shared_query_pool(),
+                lambda: self.reset(seed=seed, episode_id=episode_id, question_id=question_id, **kwargs),
+            )
         return self.reset(seed=seed, episode_id=episode_id, question_id=question_id, **kwargs)
 
     # ---- OpenEnv's task API (TaskProvider): the questions of each split, never their gold --------
@@ -438,8 +449,10 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
         error: str,
         reward: float | None,
         reward_components: dict[str, float] | None = None,
+        schema_info: str | None = None,
     ) -> SQLObservation:
-        """The observation of `ep` now; `reward_components`, when given, go into its metadata."""
+        """The observation of `ep` now; `reward_components`, when given, go into its metadata;
+        `schema_info` replaces the table list (reset's, when the schema is shown)."""
         record = ep.record
         metadata: dict[str, Any] = {
             "question_id": record.question_id,
@@ -447,6 +460,7 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
             "difficulty": record.difficulty,
             "episode_id": ep.episode_id,
             "answer_mode": self.config.answer_mode,
+            "show_schema": self.config.show_schema,
         }
         if reward_components is not None:
             metadata["reward_components"] = reward_components
@@ -457,7 +471,7 @@ class SQLEnvironment(Environment[SQLAction, SQLObservation, SQLState]):
                 "reward": reward,
                 "metadata": metadata,
                 "question": record.question,
-                "schema_info": ep.catalog.table_list_text,
+                "schema_info": ep.catalog.table_list_text if schema_info is None else schema_info,
                 "result": result,
                 "error": error,
                 "step_count": ep.step_count,

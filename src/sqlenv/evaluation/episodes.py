@@ -102,6 +102,7 @@ def run_episode(
         seen_in_train=env.dataset.seen_in_train(question_id),
         empty_gold=record.empty_gold,
         answer_mode=str(observation.metadata.get("answer_mode", "value")),
+        show_schema=observation.metadata.get("show_schema") is True,
     )
 
 

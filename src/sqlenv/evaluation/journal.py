@@ -9,9 +9,10 @@ are the ones an uninterrupted run would have played.
 The first line is a header naming the run (policy, dataset, split, seed, a digest of the episode
 plan, for a local model the fingerprint of its weights, `sqlenv.agents.model_identity`, and for a
 language model its per-reply token limit, how the solved examples in its prompt are ranked,
-`sqlenv.agents.solved_examples`, the engine, dtype and decoding); a journal from a different run is
-refused rather than mixed in: a model retrained into the same folder, given room for longer replies,
-shown other examples or sampled instead of decoded greedily is another run. A last line cut short
+`sqlenv.agents.solved_examples`, the engine, dtype and decoding, and whether the environment showed
+the schema, `EnvConfig.show_schema`); a journal from a different run is refused rather than mixed
+in: a model retrained into the same folder, given room for longer replies, shown other examples or
+the schema, or sampled instead of decoded greedily is another run. A last line cut short
 by a crash is ignored (that episode is played again).
 
 A run that plays holds an exclusive lock on its journal (`fcntl.flock`, released by `close()` or
@@ -50,6 +51,8 @@ LEGACY_DECODING = "greedy"
 # Journals written before the header recorded `examples_ranking` that showed solved examples ranked
 # them by the question alone.
 LEGACY_EXAMPLES_RANKING = "question"
+# Journals written before the header recorded `show_schema` came from environments that hid it.
+LEGACY_SHOW_SCHEMA = False
 
 
 class JournalInUse(ValueError):
@@ -79,6 +82,7 @@ class EpisodeJournal:
         engine: str | None = None,
         dtype: str | None = None,
         decoding: str | None = None,
+        show_schema: bool = False,
         write: bool = True,
     ):
         self.path = Path(path)
@@ -102,6 +106,8 @@ class EpisodeJournal:
             "dtype": dtype,  # None for policies that generate no text here
             # "greedy" or "temperature T": sampled episodes are other episodes than greedy ones.
             "decoding": decoding,  # None for policies that generate no text
+            # The schema-shown control is another experiment than the hidden-schema run.
+            "show_schema": show_schema,
         }
         self._lock = threading.Lock()
         self._held: IO[Any] | None = None
@@ -153,6 +159,8 @@ class EpisodeJournal:
             header["engine"] = LEGACY_ENGINE  # local models generated with transformers alone
         if "decoding" not in header and self.header["decoding"] is not None:
             header["decoding"] = LEGACY_DECODING
+        if "show_schema" not in header:
+            header["show_schema"] = LEGACY_SHOW_SCHEMA
         if "dtype" not in header:  # not recorded then, so nothing to hold this run to
             header["dtype"] = self.header["dtype"]
         if "examples_ranking" not in header and re.search(r"-\d+solved$", str(header.get("policy"))):

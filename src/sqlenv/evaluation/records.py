@@ -75,6 +75,9 @@ class EpisodeRecord:
     call_formats: dict[str, int] = field(default_factory=dict)
     # What ANSWER took: "value", or "sql" (graded by execution match) (`EnvConfig.answer_mode`).
     answer_mode: str = "value"
+    # Whether the first observation showed every table's CREATE TABLE statement (the schema-shown
+    # control, `EnvConfig.show_schema`); False: the table names only, as in every older record.
+    show_schema: bool = False
     # Whether the gold query returns no rows (`QuestionRecord.empty_gold`): there an explicit empty
     # answer is right, so a policy that answers "[]" after a failed query scores without exploring.
     # None in journals written before records kept it, until `with_question_facts` completes them.
@@ -123,6 +126,9 @@ class EvaluationResult:
     # "sql": every episode answered with SQL graded by execution match, so success_rate is
     # execution accuracy (reports say so); "value": answers graded by the typed verifier.
     answer_mode: str = "value"
+    # True: every episode was shown the schema (`EnvConfig.show_schema`), a control that is not
+    # comparable with hidden-schema runs (reports say so).
+    show_schema: bool = False
     # What generated a language-model policy's replies ("transformers", "vllm"); None for
     # policies that generate no text here (random, oracle, an OpenAI-compatible server).
     engine: str | None = None
@@ -252,13 +258,20 @@ def summarise(
 
     Raises:
         ValueError: when the episodes were played in different answer modes (a journal of one
-            mode continued in the other), whose success rates do not add up.
+            mode continued in the other), or some with the schema shown and some without, whose
+            success rates do not add up.
     """
     modes = sorted({e.answer_mode for e in episodes})
     if len(modes) > 1:
         raise ValueError(
             f"the episodes were played in different answer modes ({', '.join(modes)}): "
             "report each mode's run on its own"
+        )
+    shown = {e.show_schema for e in episodes}
+    if len(shown) > 1:
+        raise ValueError(
+            "some episodes were shown the schema and some were not: report the schema-shown "
+            "control and the hidden-schema run each on its own"
         )
     overall = group_stats(episodes)
     return EvaluationResult(
@@ -287,6 +300,7 @@ def summarise(
         success_interval=wilson_interval(sum(e.success for e in episodes), len(episodes)),
         call_formats=dict(sum((Counter(e.call_formats) for e in episodes), Counter())),
         answer_mode=modes[0] if modes else "value",
+        show_schema=shown == {True},
         seed=seed,
         backend=backend,
         wall_time_s=round(wall_time_s, 4),

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sqlenv.agents.policy import Policy
+from sqlenv.config import EnvConfig
 from sqlenv.evaluation.backends import Backend, resolve_backend, run_ray, run_serial, run_threads
 from sqlenv.evaluation.episodes import (
     EnvironmentFactory,
@@ -65,7 +66,8 @@ def evaluate(
     episodes in question order whatever the backend.
 
     `journal` (a JSON-lines file, `sqlenv.evaluation.journal`) records each episode as it finishes; given the
-    journal of an unfinished run with the same policy name, dataset, split, seed and episodes (and,
+    journal of an unfinished run with the same policy name, dataset, split, seed, episodes and
+    `EnvConfig.show_schema` (and,
     for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
     `max_new_tokens`, `examples_ranking`, `engine`, `dtype` and `decoding`), the run continues: the recorded episodes are loaded
     (and passed to `on_episode` first), only the others are played. A run that plays holds the journal's lock
@@ -106,6 +108,7 @@ def evaluate(
             engine=getattr(policy, "engine", None),
             dtype=getattr(policy, "dtype", None),
             decoding=getattr(policy, "decoding", None),
+            show_schema=_shows_schema(env),
             write=play,  # a report of the results so far only reads it
         )
         done = {index: with_question_facts(e, env.dataset) for index, e in opened.done.items()}
@@ -160,3 +163,12 @@ def evaluate(
     finally:
         if opened is not None:
             opened.close()  # the journal's lock: another run may continue it now
+
+
+def _shows_schema(env: EpisodeEnvironment) -> bool:
+    """Whether `env` shows the schema (`EnvConfig.show_schema`): its config says, in-process; a
+    server's environment says in its observations' metadata (one reset asks)."""
+    config = getattr(env, "config", None)
+    if isinstance(config, EnvConfig):
+        return config.show_schema
+    return env.reset().metadata.get("show_schema") is True

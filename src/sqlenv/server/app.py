@@ -174,13 +174,13 @@ def raise_open_file_limit() -> tuple[int, int] | None:
 
 def app_from_environment() -> FastAPI:
     """App factory for `uvicorn --factory` (used by `sqlenv serve --workers N`): settings come
-    from SQLENV_DATASET, SQLENV_SPLIT, SQLENV_SPIDER_DIR, SQLENV_ANSWER_MODE and
-    SQLENV_MAX_SESSIONS."""
+    from SQLENV_DATASET, SQLENV_SPLIT, SQLENV_SPIDER_DIR, SQLENV_ANSWER_MODE, SQLENV_SHOW_SCHEMA
+    and SQLENV_MAX_SESSIONS."""
     served = served_data_from_environment()
     raise_open_file_limit()  # also when plain uvicorn (openenv.yaml) serves this app
     return create_sqlenv_app(
         dataset=served.dataset,
         split=served.split,
         spider_dir=served.spider_dir,
-        config=EnvConfig(answer_mode=served.answer_mode),  # type: ignore[arg-type]  # checked there
+        config=EnvConfig(answer_mode=served.answer_mode, show_schema=served.show_schema),  # type: ignore[arg-type]  # checked there
     )

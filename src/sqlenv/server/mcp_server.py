@@ -48,6 +48,20 @@ INSTRUCTIONS = (
     "sample and query (one read-only SELECT), then call answer once: it ends the episode. Each "
     "call spends one step of the budget; rewards are in each result."
 )
+# Served with `EnvConfig.show_schema`: start_episode also shows every table's CREATE TABLE statement.
+SCHEMA_SHOWN_INSTRUCTIONS = (
+    "Answer questions about SQLite databases. list_questions shows the questions; start_episode "
+    "begins one (it shows the question, the table names and each table's CREATE TABLE statement). "
+    "You can still explore with describe, sample and query (one read-only SELECT); then call answer "
+    "once: it ends the episode. Each call spends one step of the budget; rewards are in each result."
+)
+START_EPISODE_HELP = (
+    "Start a new episode in this session: on `question_id`, or on a question of the served split "
+    "drawn with `seed` (random without either). Shows the question and {shown}.\n\n"
+    "Args:\n"
+    "    question_id: the question to play (from list_questions).\n"
+    "    seed: draws the question reproducibly when no question_id is given.\n"
+)
 
 
 # What `answer` accepts: any JSON value. MCP clients that build arguments from the tool's schema
@@ -196,7 +210,7 @@ def create_mcp_server(
     # WARNING: the SDK logs every request at INFO, to stderr; a served episode needs no such log.
     server = SQLEnvMCP(
         "sqlenv",
-        instructions=INSTRUCTIONS,
+        instructions=SCHEMA_SHOWN_INSTRUCTIONS if episode_config.show_schema else INSTRUCTIONS,
         host=host,
         port=port,
         log_level="WARNING",
@@ -261,19 +275,16 @@ def create_mcp_server(
             ],
         }
 
-    @server.tool()
     async def start_episode(ctx: Context, question_id: str | None = None, seed: int | None = None) -> SQLObservation:
-        """Start a new episode in this session: on `question_id`, or on a question of the served
-        split drawn with `seed` (random without either). Shows the question and the table names.
-
-        Args:
-            question_id: the question to play (from list_questions).
-            seed: draws the question reproducibly when no question_id is given.
-        """
         env = session_environment(ctx)
         if question_id is not None and question_id not in data:
             raise ValueError(f"unknown question_id {question_id!r}: list_questions shows them")
         return await env.reset_async(seed=seed, question_id=question_id)
+
+    start_episode.__doc__ = START_EPISODE_HELP.format(
+        shown="the table names, each with its CREATE TABLE statement" if episode_config.show_schema else "the table names"
+    )
+    server.tool(name="start_episode")(start_episode)
 
     @server.tool()
     async def describe(ctx: Context, table_name: str) -> SQLObservation:

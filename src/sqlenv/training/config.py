@@ -142,6 +142,10 @@ class LiveSection:
     # The learning curve: a fixed, stratified set of eval questions (`training.heldout`), played
     # at the start (the model GRPO starts from), every `heldout_every` steps and at the end.
     heldout_questions: int = 0  # 0: no curve
+    # The split the curve's questions come from: "eval", or "validation" where the dataset has one
+    # (the `spider` preset: Spider's protocol tunes on validation and plays dev, its eval, only with
+    # checkpoints fixed beforehand). Never a split the run trains on.
+    heldout_split: str = "eval"
     heldout_every: int = 10
     heldout_parallel: int = 8  # episodes decoded in one batch
     max_new_tokens: int = 256  # per reply, as `sqlenv eval` (sqlenv.agents.local_policy.DEFAULT_MAX_NEW_TOKENS)
@@ -165,6 +169,9 @@ class TrainConfig:
     # What ANSWER takes in SFT data, GRPO rollouts and the live evaluations: "value", or "sql"
     # (a statement graded by execution match; `sqlenv.config.EnvConfig.answer_mode`).
     answer_mode: str = "value"
+    # Whether the first observation shows every table's CREATE TABLE statement (the schema-shown
+    # control, `sqlenv.config.EnvConfig.show_schema`); false: the table names only.
+    show_schema: bool = False
     sft: SFTSection = field(default_factory=SFTSection)
     grpo: GRPOSection = field(default_factory=GRPOSection)
     live: LiveSection = field(default_factory=LiveSection)
@@ -180,7 +187,7 @@ class TrainConfig:
     @property
     def env_config(self) -> EnvConfig:
         """The episode rules every training phase plays by."""
-        return EnvConfig(answer_mode=self.answer_mode)  # type: ignore[arg-type]  # checked at load
+        return EnvConfig(answer_mode=self.answer_mode, show_schema=self.show_schema)  # type: ignore[arg-type]  # checked at load
 
     def grpo_init(self) -> str:
         if self.grpo.init_from:
@@ -248,6 +255,10 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     check_solved_examples_count(config.solved_examples)
     if config.answer_mode not in ANSWER_MODES:
         raise ValueError(f"answer_mode: {config.answer_mode!r} is not one of {', '.join(ANSWER_MODES)}")
+    if not isinstance(config.show_schema, bool):
+        raise ValueError(f"show_schema: expected true or false, got {config.show_schema!r}")
+    if config.live.heldout_split == "train":
+        raise ValueError("live.heldout_split: the learning curve cannot be measured on the split the run trains on")
     modes = config.sft.answer_modes
     if modes is not None and (
         not isinstance(modes, list) or not modes or any(mode not in ANSWER_MODES for mode in modes)

@@ -290,7 +290,9 @@ class LiveVisualizationCallback(TrainerCallback):
         if self._heldout_ids is None:
             from sqlenv.training.heldout import heldout_questions
 
-            self._heldout_ids = heldout_questions(self._data(), self.live.heldout_questions, seed=self.config.seed)
+            self._heldout_ids = heldout_questions(
+                self._data(), self.live.heldout_questions, split=self.live.heldout_split, seed=self.config.seed
+            )
         return self._heldout_ids
 
     def measure_heldout(self, model: Any, step: int) -> dict[str, float]:
@@ -311,7 +313,11 @@ class LiveVisualizationCallback(TrainerCallback):
         from sqlenv.evaluation import NO_ANSWER_VERDICT, NOT_IN_TRAIN, SEEN_IN_TRAIN
 
         result = self._evaluate(
-            model, "eval", None, question_ids=self.heldout_ids(), parallel=self.live.heldout_parallel
+            model,
+            self.live.heldout_split,
+            None,
+            question_ids=self.heldout_ids(),
+            parallel=self.live.heldout_parallel,
         )
         overlap = result.by_train_overlap  # success on twin (seen SQL) and new-SQL questions
         point = {

@@ -41,6 +41,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from sqlenv.agents.policy import table_names
 from sqlenv.agents.prompts import (
     TOOL_ERROR_PREFIX,
     answer_mode_of,
@@ -168,7 +169,7 @@ def oracle_trajectory(
     `examples`, the question message shows the most similar solved train questions (never the
     record's own), as evaluation's does."""
     observation = env.reset(question_id=record.question_id)
-    tables = [line.strip() for line in observation.schema_info.splitlines()[1:] if line.strip()]
+    tables = table_names(observation)  # the table list line, whether or not the schema is shown
     messages: list[dict[str, Any]] = [system_message(observation), question_message(observation, examples)]
     plan = oracle_plan(
         record,

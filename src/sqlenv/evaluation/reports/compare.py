@@ -14,9 +14,21 @@ from sqlenv.evaluation.reports.plots import REWARD_COLOR, SUCCESS_COLOR, _figure
 
 
 def comparison_json(results: Sequence[EvaluationResult]) -> dict[str, Any]:
-    """Per-policy summaries and, per episode, each policy's outcome side by side."""
+    """Per-policy summaries and, per episode, each policy's outcome side by side.
+
+    Raises:
+        ValueError: the results played other questions, or some were shown the schema and some
+            were not (the schema-shown control is compared with a hidden-schema run by `sqlenv
+            patterns`, which labels each).
+    """
     first = results[0]
     order = [e.question_id for e in first.episodes]
+    shown = [r.policy for r in results if r.show_schema]
+    if shown and len(shown) < len(results):
+        raise ValueError(
+            f"{', '.join(shown)} played with the schema shown and the others without: a comparison "
+            "plays every policy in one environment"
+        )
     for r in results[1:]:
         if [e.question_id for e in r.episodes] != order:
             raise ValueError(
@@ -44,6 +56,7 @@ def comparison_json(results: Sequence[EvaluationResult]) -> dict[str, Any]:
         "dataset": first.dataset,
         "split": first.split,
         "answer_mode": first.answer_mode,
+        "show_schema": first.show_schema,
         "seed": first.seed,
         "n_episodes": first.n_episodes,
         "policies": {r.policy: r.to_json(include_episodes=False) for r in results},

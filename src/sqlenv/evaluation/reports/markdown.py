@@ -90,6 +90,12 @@ def summary_markdown(result: EvaluationResult) -> str:
             " Answers were SQL statements graded by Spider's execution match: success is execution accuracy."
             if result.answer_mode == "sql"
             else ""
+        )
+        + (
+            " The schema was shown: every episode's first observation held each table's CREATE TABLE "
+            "statement (the control for hidden-schema runs, which see the table names only)."
+            if result.show_schema
+            else ""
         ),
         "",
         "## Overall",

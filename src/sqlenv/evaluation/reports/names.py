@@ -10,9 +10,12 @@ PLOT_FILES: tuple[str, ...] = ("success_by_difficulty.png", "reward_distribution
 
 
 def report_title(result: EvaluationResult) -> str:
-    """A run's title: its policy, dataset and split, and "SQL answers" for an execution-accuracy run."""
-    mode = " (SQL answers)" if result.answer_mode == "sql" else ""
-    return f"{result.policy} on {result.dataset}/{result.split}{mode}"
+    """A run's title: its policy, dataset and split, "SQL answers" for an execution-accuracy run
+    and "schema shown" for the schema-shown control."""
+    notes = (["SQL answers"] if result.answer_mode == "sql" else []) + (
+        ["schema shown"] if result.show_schema else []
+    )
+    return f"{result.policy} on {result.dataset}/{result.split}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def slug(name: str) -> str:
