@@ -10,7 +10,8 @@ changed query, a look at a table, an answer) says whether a policy tries to fix 
 Everything here is computed from `EpisodeRecord`s alone, so it applies to a saved `results.json` as
 well as to a fresh evaluation; the report (`sqlenv.evaluation.reports`) renders it in `summary.md` and stores
 it in `results.json`. For two runs, `paired_successes` says which questions each one solved, and
-`PairedSuccesses.mcnemar_p_value` whether the difference is more than chance."""
+`PairedSuccesses.mcnemar_p_value` whether the difference is more than chance; where several pairs
+are tested at once, `holm_adjusted` corrects their p-values for the number of tests."""
 
 from __future__ import annotations
 
@@ -241,3 +242,33 @@ def paired_successes(first: Sequence[EpisodeRecord], second: Sequence[EpisodeRec
         only_first=sum(a[q] and not b[q] for q in shared),
         only_second=sum(b[q] and not a[q] for q in shared),
     )
+
+
+def holm_adjusted(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down correction of several tests' p-values (one family, e.g. each pair of models
+    compared with McNemar's test): the adjusted p-values, each compared with the level (0.05) as it
+    stands. It holds the chance of any false positive in the family at that level, like Bonferroni
+    (every p times the number of tests), but multiplies the k-th smallest p only by the number of
+    tests not yet rejected, so it rejects at least as much.
+
+    Args:
+        p_values: the family's p-values, each in [0, 1], in any order.
+
+    Returns:
+        The adjusted p-values in the same order: with m tests and p(1) <= ... <= p(m), the j-th
+        smallest becomes max over i <= j of min(1, (m - i + 1) * p(i)) (the maximum keeps them in
+        the order of the raw p-values).
+
+    Raises:
+        ValueError: a p-value outside [0, 1] (or NaN).
+    """
+    bad = [p for p in p_values if not 0.0 <= p <= 1.0]
+    if bad:
+        raise ValueError(f"p-values lie in [0, 1], got {bad[0]!r}")
+    m = len(p_values)
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
