@@ -95,8 +95,35 @@ def test_spider_preset_uses_spider_splits_and_counts_what_it_drops(spider_dir) -
     assert all(r.question_id.startswith("dev-") for r in spider.split("eval"))
     assert summary["dropped"]["database file missing"] == 62 + 82 + 14
     assert summary["dropped"]["gold SQL failed"] == 3
-    n_train = summary["splits"]["train"] + summary["dropped"]["excluded from train (empty gold result)"]
+    n_train = (
+        summary["splits"]["train"]
+        + summary["splits"]["validation"]
+        + summary["dropped"]["excluded from train (empty gold result)"]
+    )
     assert n_train == 7000 - 82 - 14 - 3
+
+
+@pytest.mark.slow
+def test_spiders_validation_split_is_ten_train_databases_training_never_sees(spider_dir) -> None:
+    from sqlenv.data.presets import SPIDER_VALIDATION_DATABASES
+
+    spider = load_dataset("spider", spider_dir)
+    databases = {split: {r.db_id for r in spider.split(split)} for split in ("train", "validation", "eval")}
+    assert databases["validation"] == set(SPIDER_VALIDATION_DATABASES)
+    assert not databases["validation"] & databases["train"]  # withheld whole, not question by question
+    assert not databases["eval"] & (databases["train"] | databases["validation"])  # Spider's dev is apart
+    validation = spider.split("validation")
+    assert len(validation) == 552 and all(r.question_id.startswith("train-") for r in validation)
+    assert {r.difficulty for r in validation} == {"easy", "medium", "hard", "extra"}
+    # Its empty-gold questions stay, flagged (as in eval): a held-out set leaves them out itself.
+    assert sum(r.empty_gold for r in validation) == 18
+    # The choice is the first ten train databases by the SHA-256 of their names.
+    import hashlib
+    import json
+
+    train_databases = {q["db_id"] for q in json.loads((spider_dir / "train_spider.json").read_text())}
+    present = sorted((d for d in train_databases if d in spider.databases), key=lambda d: hashlib.sha256(d.encode()).hexdigest())
+    assert tuple(present[:10]) == SPIDER_VALIDATION_DATABASES
 
 
 def test_missing_spider_dir_names_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:

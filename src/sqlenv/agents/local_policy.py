@@ -2,15 +2,19 @@
 
 `LLMPolicy(model=...)` takes a local model directory, a hub id (where a hub is reachable), the
 preset `smollm2-135m` or a fetched pinned model such as `qwen2.5-coder-0.5b`
-(`sqlenv.agents.local_models`). Generation is greedy by default, with a
-per-turn token budget; when the conversation outgrows the context budget, the oldest turns are
-dropped (with a quarter of the context to spare, see `_prompt_ids`), never the system message, the
-examples or the question itself, and a latest result too long for what is left is cut. The
-key/value cache of the previous call is kept and cut to the prefix the next prompt shares with
-it, so each turn encodes only its new tokens (on a CPU,
-re-encoding the whole conversation every turn costs more than generating the reply). Clones (what
-`--parallel N` threads play with) share the model and a `GenerationBatcher`, so the replies they
-wait for at the same time are decoded in one batch (`sqlenv.agents.batched_generation`).
+(`sqlenv.agents.local_models`). Generation is greedy by default, with a per-turn token budget.
+
+The conversation is kept as token ids that only grow (`sqlenv.agents.episode_tokens`): each reply
+stays in the context exactly as the model generated it, and the environment's answer is appended
+as the chat template renders it. GRPO trains on these same ids (`sqlenv.training.rollouts`), so
+what is evaluated and what is trained is one sequence. A reply cut at the token limit is closed
+with the end-of-turn token before the environment's turn. When the context (`max_context_tokens`)
+cannot hold the next environment turn and a whole reply, that turn's result is cut (never the
+system message, the examples or the question); when it cannot hold even that, the episode ends
+without an answer (`ContextFull`). Each turn encodes only its new tokens: the previous call's
+key/value cache (transformers) or vLLM's prefix cache holds the rest. Clones (what `--parallel N`
+threads play with) share the model and a `GenerationBatcher`, so the replies they wait for at the
+same time are decoded in one batch (`sqlenv.agents.batched_generation`).
 
 `engine` chooses what generates the replies (`sqlenv.agents.engines`): `transformers` (the model
 in this process, above) or `vllm` (`sqlenv.agents.vllm_engine`: one vLLM engine shared by the
@@ -35,8 +39,9 @@ from sqlenv.agents.batched_generation import (
     GenerationBatcher,
     GenerationRequest,
 )
-from sqlenv.agents.chat_policy import ChatToolPolicy, resolve_max_new_tokens
+from sqlenv.agents.chat_policy import ChatToolPolicy, ContextFull, resolve_max_new_tokens
 from sqlenv.agents.engines import ReplyGenerator, resolve_engine
+from sqlenv.agents.episode_tokens import EpisodeTokens, message_suffix_ids
 from sqlenv.agents.local_models import (
     SMOLLM2_PRESET,
     LoadedModel,
@@ -51,9 +56,12 @@ from sqlenv.agents.model_identity import weights_fingerprint
 from sqlenv.agents.reply_formats import FORMAT_JSON, json_tool_call
 from sqlenv.agents.solved_examples import SolvedExamples, read_prompt_settings
 from sqlenv.agents.tools import tool_call_to_action
+from sqlenv.config import DEFAULT_PROMPT_CONFIG
 from sqlenv.data import Dataset
 from sqlenv.env.models import SQLAction
 from sqlenv.settings import solved_examples_from_environment
+
+DEFAULT_MAX_CONTEXT_TOKENS = DEFAULT_PROMPT_CONFIG.max_context_tokens  # why: `PromptConfig.max_context_tokens`
 
 
 class LLMPolicy(ChatToolPolicy):
@@ -67,7 +75,7 @@ class LLMPolicy(ChatToolPolicy):
         example_dataset: Dataset | None = None,
         solved_examples: int | SolvedExamples | None = None,
         max_new_tokens: int | None = None,
-        max_context_tokens: int = 2_048,
+        max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
         greedy: bool = True,
         temperature: float = 0.7,
         reuse_prefix_cache: bool = True,
@@ -95,6 +103,10 @@ class LLMPolicy(ChatToolPolicy):
         self.encoded_tokens = 0  # prompt tokens run through the model (the cached prefix is not)
         self._cache: Any = None
         self._cached_ids: list[int] = []
+        # The episode's conversation in token ids (None until its first reply is asked for), and
+        # whether replies ask the engine for their sampling log-probabilities (training does).
+        self.tokens: EpisodeTokens | None = None
+        self.record_logprobs = False
         self.model_name = model
         self.name = self._named(model if is_named_model(model) else Path(model).name)
         self.max_new_tokens = resolve_max_new_tokens(max_new_tokens)
@@ -109,6 +121,12 @@ class LLMPolicy(ChatToolPolicy):
         presets, pinned models (their name stands for fixed weights) and hub ids. Episode journals
         record it."""
         return None if is_named_model(self.model_name) else weights_fingerprint(self.model_name)
+
+    @property
+    def context(self) -> str:
+        """How the conversation is kept and how long it may grow ("tokens, 8192"): the token ids
+        the model read and wrote (module docstring). Episode journals record it."""
+        return f"tokens, {self.max_context_tokens}"
 
     @property
     def dtype(self) -> str:
@@ -143,6 +161,7 @@ class LLMPolicy(ChatToolPolicy):
             engine=self.engine,
         )
         twin._loaded, twin._examples, twin._examples_mode = loaded, self._examples, self._examples_mode
+        twin.record_logprobs = self.record_logprobs
         if self.engine == "vllm":
             twin._batcher = self._vllm_generator()
         elif batch > 1:
@@ -227,66 +246,82 @@ class LLMPolicy(ChatToolPolicy):
             self._batcher = self.vllm_engine
         return self._batcher
 
+    def reset(self, observation: Any, seed: int) -> None:
+        super().reset(observation, seed)
+        self.tokens = None
+
     def _reply(self) -> tuple[SQLAction | None, str, str]:
-        text = self._generate()
+        ids = self._context_ids()
+        room = self.max_context_tokens - len(ids)
+        if room <= 0:
+            raise ContextFull(
+                f"the conversation fills the {self.max_context_tokens}-token context: no room for a reply"
+            )
+        text = self._generate(ids, min(self.max_new_tokens, room))
         action, problem = self._parse(text)
         return action, problem, text
 
-    # ---- model -------------------------------------------------------------------------------
+    # ---- the conversation in tokens -------------------------------------------------------------
 
-    def _prompt_ids(self) -> Any:
-        """The prompt, cut to fit the context budget with room for the reply.
+    def _render_head(self) -> list[int]:
+        """The opening prompt: system message, examples, question, tools, generation prompt."""
+        rendered = self.loaded.tokenizer.apply_chat_template(
+            [*self._head], tools=list(self._tools), add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        if hasattr(rendered, "keys"):
+            rendered = rendered["input_ids"]
+        return list(rendered)
 
-        Once it is too long, the oldest exchanges are dropped until a quarter of the context is
-        free as well: dropping shifts every later token, so the cached prefix ends at the cut and
-        the rest is encoded again. Cutting with room to spare keeps the next turns appending to
-        a cached prefix instead of paying that at every turn. When the latest exchange alone is
-        too long, its result is cut until the prompt fits (`_shorten_latest_result`).
+    def _context_ids(self) -> list[int]:
+        """The ids the next reply continues: the opening prompt at the first reply; later, the
+        conversation so far with the environment's answer to the last reply appended (its result
+        cut until a whole reply fits after it, `_shorten_latest_result`).
 
         Raises:
-            ValueError: the prompt does not fit even then (the context budget is too small for
-                the system message, the examples and the question)."""
-        tok = self.loaded.tokenizer
-        budget = self.max_context_tokens - self.max_new_tokens
-        limit = budget
-        while True:
-            ids = tok.apply_chat_template(
-                [*self._head, *self._turns],
-                tools=list(self._tools),
-                add_generation_prompt=True,
-                return_tensors="pt",
-                return_dict=True,
-            )
-            length = ids["input_ids"].shape[1]
-            if length <= limit:
-                return ids
-            if self._drop_oldest_exchange():
-                limit = budget - self.max_context_tokens // 4
-                continue
-            if length <= budget:
-                return ids
-            # Only the latest exchange is left and it still does not fit (a 1,500-character result
-            # of numbers is a token per digit): its result is cut, as vLLM refuses a prompt longer
-            # than the context and the engines must see the same prompt.
-            if not self._shorten_latest_result(length - budget):
+            ValueError: the opening prompt alone leaves no room for a reply (the context budget is
+                too small for the system message, the examples and the question).
+            ContextFull: the conversation cannot take the environment's answer, even cut, and a
+                reply after it."""
+        if self.tokens is None:
+            head = self._render_head()
+            if len(head) >= self.max_context_tokens:
                 raise ValueError(
-                    f"the prompt takes {length} tokens with only the latest exchange left and its "
-                    f"result cut: the context budget is {self.max_context_tokens} tokens less "
-                    f"{self.max_new_tokens} for the reply; raise max_context_tokens"
+                    f"the opening prompt takes {len(head)} tokens and the context budget is "
+                    f"{self.max_context_tokens}: raise max_context_tokens"
                 )
+            self.tokens = EpisodeTokens(prompt_ids=head)
+            return self.tokens.ids
+        tokenizer = self.loaded.tokenizer
+        closing: list[int] = []
+        replies = self.tokens.completion_ids
+        if replies and replies[-1] not in stop_ids(self.loaded):  # cut off: end its turn first
+            closing = [tokenizer.eos_token_id]
+        while True:
+            suffix = closing + message_suffix_ids(tokenizer, self._turns[-1], list(self._tools))
+            excess = len(self.tokens) + len(suffix) + self.max_new_tokens - self.max_context_tokens
+            if excess <= 0 or not self._shorten_latest_result(excess):
+                break
+        if len(self.tokens) + len(suffix) >= self.max_context_tokens:
+            raise ContextFull(
+                f"the conversation fills the {self.max_context_tokens}-token context: the environment's "
+                "answer to the last reply does not fit"
+            )
+        self.tokens.add_environment(suffix)
+        return self.tokens.ids
 
-    def _generate(self) -> str:
+    # ---- model -------------------------------------------------------------------------------
+
+    def _generate(self, ids: list[int], max_new_tokens: int) -> str:
+        """Continue `ids` by at most `max_new_tokens` tokens; the reply's ids join `tokens`."""
         import torch
 
         loaded = self.loaded
         if self.engine == "vllm":
             self._vllm_generator()
-        inputs = self._prompt_ids()
         if self._batcher is not None:
-            return self._generate_batched(inputs["input_ids"][0])
-        inputs = inputs.to(loaded.model.device)
-        prompt = inputs["input_ids"]
-        options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": not self.greedy}
+            return self._generate_batched(ids, max_new_tokens)
+        prompt = torch.tensor([ids], device=loaded.model.device)
+        options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": not self.greedy}
         if not self.greedy:
             torch.manual_seed(self._seed + len(self._turns))
             options["temperature"] = self.temperature
@@ -297,46 +332,55 @@ class LLMPolicy(ChatToolPolicy):
             reused = cache.get_seq_length()
         with torch.no_grad():
             output = loaded.model.generate(
-                **inputs,
+                input_ids=prompt,
+                attention_mask=torch.ones_like(prompt),
                 pad_token_id=loaded.tokenizer.pad_token_id or loaded.tokenizer.eos_token_id,
                 return_dict_in_generate=True,
                 **options,
             )
         sequence = output.sequences[0]
         new_ids = sequence[prompt.shape[1] :].tolist()
-        self._note_cut_off(new_ids)
-        self.generated_tokens += len(new_ids)
+        self._take_reply(new_ids, None, max_new_tokens)
         self.encoded_tokens += int(prompt.shape[1]) - reused
         if self.reuse_prefix_cache and output.cache is not None:
             self._cache = output.cache
             self._cached_ids = sequence[: self._cache.get_seq_length()].tolist()
-        return loaded.tokenizer.decode(sequence[prompt.shape[1] :], skip_special_tokens=False)
+        return loaded.tokenizer.decode(new_ids, skip_special_tokens=False)
 
-    def _generate_batched(self, prompt: Any) -> str:
-        cache = self._reusable_cache(prompt) if self.reuse_prefix_cache else None
+    def _generate_batched(self, ids: list[int], max_new_tokens: int) -> str:
+        import torch
+
+        cache = self._reusable_cache(torch.tensor(ids)) if self.reuse_prefix_cache else None
         assert self._batcher is not None
         result = self._batcher.generate(
             GenerationRequest(
-                prompt_ids=prompt.tolist(),
+                prompt_ids=list(ids),
                 cache=cache,
-                max_new_tokens=self.max_new_tokens,
+                max_new_tokens=max_new_tokens,
                 greedy=self.greedy,
                 temperature=self.temperature,
                 seed=self._seed + len(self._turns),
+                logprobs=self.record_logprobs,
             )
         )
-        self._note_cut_off(result.new_ids)
-        self.generated_tokens += len(result.new_ids)
+        self._take_reply(result.new_ids, result.logprobs, max_new_tokens)
         self.encoded_tokens += result.encoded_tokens
         if self.reuse_prefix_cache:
             self._cache, self._cached_ids = result.cache, result.cached_ids
         return self.loaded.tokenizer.decode(result.new_ids, skip_special_tokens=False)
 
-    def _note_cut_off(self, new_ids: list[int]) -> None:
+    def _take_reply(self, new_ids: list[int], logprobs: list[float] | None, max_new_tokens: int) -> None:
+        """Count a reply, note whether it was cut off, and add it to the episode's tokens."""
+        self._note_cut_off(new_ids, max_new_tokens)
+        self.generated_tokens += len(new_ids)
+        assert self.tokens is not None  # `_context_ids` made them
+        self.tokens.add_reply(new_ids, logprobs if self.record_logprobs else None)
+
+    def _note_cut_off(self, new_ids: list[int], max_new_tokens: int) -> None:
         # Cut off: as many new tokens as the limit allows, and none of them a stop token.
         stops = stop_ids(self.loaded)
         ended = any(token in stops for token in new_ids)
-        self._reply_cut_off = not ended and len(new_ids) >= self.max_new_tokens
+        self._reply_cut_off = not ended and len(new_ids) >= max_new_tokens
 
     def _reusable_cache(self, prompt: Any) -> Any:
         """The previous call's key/value cache cut to the prefix it shares with `prompt`, or None.

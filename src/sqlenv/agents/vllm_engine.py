@@ -107,6 +107,9 @@ class VLLMEngine:
             enforce_eager=enforce_eager,
             skip_tokenizer_init=True,  # requests and replies are token ids: the policy owns the tokenizer
             enable_prefix_caching=True,
+            # Log-probabilities (when a request asks) after temperature, as sampled: TRL's own
+            # colocated engine reports them so, and training compares them with the trainer's.
+            logprobs_mode="processed_logprobs",
         )
         return cls(llm, stop_ids)
 
@@ -152,6 +155,7 @@ class VLLMEngine:
             stop_token_ids=self.stop_ids,
             detokenize=False,
             skip_special_tokens=False,
+            logprobs=0 if request.logprobs else None,  # 0: the sampled token's alone
         )
 
     def _admit(self, item: Any) -> bool:
@@ -198,12 +202,15 @@ class VLLMEngine:
                 request, future = self._waiting.pop(output.request_id)
                 cached = output.num_cached_tokens or 0
                 self.requests += 1
+                completion = output.outputs[0]
+                new_ids = list(completion.token_ids)
                 future.set_result(
                     GenerationResult(
-                        new_ids=list(output.outputs[0].token_ids),
+                        new_ids=new_ids,
                         cache=None,
                         cached_ids=[],
                         encoded_tokens=len(request.prompt_ids) - cached,
+                        logprobs=_sampled_logprobs(new_ids, completion.logprobs) if request.logprobs else None,
                     )
                 )
         if self._waiting:
@@ -211,6 +218,15 @@ class VLLMEngine:
         for _, future in self._waiting.values():
             future.set_exception(RuntimeError("the vLLM engine was closed"))
         self._waiting.clear()
+
+
+def _sampled_logprobs(token_ids: list[int], logprobs: Any) -> list[float]:
+    """The log-probability of each sampled token, from vLLM's per-position {token: Logprob}."""
+    if logprobs is None or len(logprobs) != len(token_ids):
+        raise RuntimeError(
+            f"vLLM returned {0 if logprobs is None else len(logprobs)} log-probabilities for {len(token_ids)} tokens"
+        )
+    return [float(position[token].logprob) for token, position in zip(token_ids, logprobs, strict=True)]
 
 
 _ENGINES: dict[tuple[str, str, int], VLLMEngine] = {}

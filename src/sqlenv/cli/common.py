@@ -36,9 +36,10 @@ DatasetOption = Annotated[
 
 
 class Split(StrEnum):
-    """A dataset split."""
+    """A dataset split (`validation`: the `spider` preset's withheld train databases)."""
 
     train = "train"
+    validation = "validation"
     eval = "eval"
 
 

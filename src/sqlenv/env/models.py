@@ -40,6 +40,10 @@ class SQLState(State):
     done: bool = False
     total_reward: float = 0.0
     shaping_reward: float = 0.0
+    # The episode's reward so far by layer (`RewardConfig`); they add up to total_reward.
+    operational_reward: float = 0.0
+    progress_reward: float = 0.0
+    terminal_reward: float = 0.0
     progress: float = 0.0
     answered: bool = False
     correct: bool | None = None

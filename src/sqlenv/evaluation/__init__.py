@@ -14,8 +14,10 @@ from sqlenv.evaluation.episodes import (
     worker_policy_factory,
 )
 from sqlenv.evaluation.records import (
+    CONTEXT_FULL_VERDICT,
     DIFFICULTY_ORDER,
     NO_ANSWER_VERDICT,
+    NO_ANSWER_VERDICTS,
     NOT_IN_TRAIN,
     SEEN_IN_TRAIN,
     TRANSCRIPT_ACTION_CHARS,
@@ -30,9 +32,11 @@ from sqlenv.evaluation.runner import evaluate
 
 __all__ = [
     "BACKENDS",
+    "CONTEXT_FULL_VERDICT",
     "DIFFICULTY_ORDER",
     "NOT_IN_TRAIN",
     "NO_ANSWER_VERDICT",
+    "NO_ANSWER_VERDICTS",
     "SEEN_IN_TRAIN",
     "TRANSCRIPT_ACTION_CHARS",
     "TRANSCRIPT_RESULT_CHARS",

@@ -11,10 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from sqlenv.agents.chat_policy import ContextFull
 from sqlenv.agents.policy import Policy
 from sqlenv.data import Dataset, QuestionRecord
 from sqlenv.env.models import SQLAction, SQLObservation
 from sqlenv.evaluation.records import (
+    CONTEXT_FULL_VERDICT,
     NO_ANSWER_VERDICT,
     TRANSCRIPT_ACTION_CHARS,
     TRANSCRIPT_RESULT_CHARS,
@@ -65,8 +67,16 @@ def run_episode(
     policy.reset(observation, seed)
     total = 0.0
     transcript: list[StepRecord] = []
+    context_full = False
     while not observation.done:
-        action = policy.act(observation)
+        try:
+            action = policy.act(observation)
+        except ContextFull as exc:  # the episode ends unanswered, its environment left as it is
+            context_full = True
+            if record_transcript:
+                error = _excerpt(str(exc), TRANSCRIPT_RESULT_CHARS)
+                transcript.append(StepRecord(action="", result="", error=error, reward=0.0))
+            break
         # A chat policy's reply that was no tool call reaches the environment as an unknown action;
         # the transcript shows the policy's reason instead of the environment's "unknown action".
         format_error = getattr(policy, "last_format_error", None)
@@ -97,7 +107,7 @@ def run_episode(
         question=record.question,
         format_errors=int(getattr(policy, "format_errors", 0) or 0),
         call_formats=dict(getattr(policy, "call_formats", None) or {}),
-        verdict=observation.result if answered else NO_ANSWER_VERDICT,
+        verdict=observation.result if answered else CONTEXT_FULL_VERDICT if context_full else NO_ANSWER_VERDICT,
         transcript=transcript,
         seen_in_train=env.dataset.seen_in_train(question_id),
         empty_gold=record.empty_gold,

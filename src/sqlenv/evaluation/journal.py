@@ -53,6 +53,10 @@ LEGACY_DECODING = "greedy"
 LEGACY_EXAMPLES_RANKING = "question"
 # Journals written before the header recorded `show_schema` came from environments that hid it.
 LEGACY_SHOW_SCHEMA = False
+# Journals written before the header recorded `context` came from local models whose conversation
+# was rendered again from its messages at every turn (each call in the template's own form, the
+# oldest turns dropped past 2,048 tokens), not kept as the token ids the model read and wrote.
+LEGACY_CONTEXT = "messages, 2048"
 
 
 class JournalInUse(ValueError):
@@ -83,6 +87,7 @@ class EpisodeJournal:
         dtype: str | None = None,
         decoding: str | None = None,
         show_schema: bool = False,
+        context: str | None = None,
         write: bool = True,
     ):
         self.path = Path(path)
@@ -108,6 +113,9 @@ class EpisodeJournal:
             "decoding": decoding,  # None for policies that generate no text
             # The schema-shown control is another experiment than the hidden-schema run.
             "show_schema": show_schema,
+            # How a local model's conversation is kept, and its length (`LLMPolicy.context`): the
+            # same model plays other episodes with another context. None for other policies.
+            "context": context,
         }
         self._lock = threading.Lock()
         self._held: IO[Any] | None = None
@@ -161,6 +169,8 @@ class EpisodeJournal:
             header["decoding"] = LEGACY_DECODING
         if "show_schema" not in header:
             header["show_schema"] = LEGACY_SHOW_SCHEMA
+        if "context" not in header and self.header["context"] is not None:
+            header["context"] = LEGACY_CONTEXT
         if "dtype" not in header:  # not recorded then, so nothing to hold this run to
             header["dtype"] = self.header["dtype"]
         if "examples_ranking" not in header and re.search(r"-\d+solved$", str(header.get("policy"))):

@@ -14,11 +14,13 @@ from typing import Any
 from sqlenv.data import Dataset
 
 __all__ = [
+    "CONTEXT_FULL_VERDICT",
     "DIFFICULTY_ORDER",
     "GOLD_EMPTY",
     "GOLD_HAS_ROWS",
     "NOT_IN_TRAIN",
     "NO_ANSWER_VERDICT",
+    "NO_ANSWER_VERDICTS",
     "SEEN_IN_TRAIN",
     "TRANSCRIPT_ACTION_CHARS",
     "TRANSCRIPT_RESULT_CHARS",
@@ -39,6 +41,9 @@ DIFFICULTY_ORDER: tuple[str, ...] = ("easy", "medium", "hard", "extra")
 TRANSCRIPT_ACTION_CHARS = 400
 TRANSCRIPT_RESULT_CHARS = 300
 NO_ANSWER_VERDICT = "no answer: the step budget ran out"
+# A local model's context could take no more turns (`sqlenv.agents.chat_policy.ContextFull`).
+CONTEXT_FULL_VERDICT = "no answer: the model's context is full"
+NO_ANSWER_VERDICTS: tuple[str, ...] = (NO_ANSWER_VERDICT, CONTEXT_FULL_VERDICT)
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ class EpisodeRecord:
     question: str = ""
     # Outputs the policy could not parse into an action (policies driven by a language model).
     format_errors: int = 0
-    # "correct", "wrong: <why>", or NO_ANSWER_VERDICT.
+    # "correct", "wrong: <why>", or one of NO_ANSWER_VERDICTS.
     verdict: str = ""
     transcript: list[StepRecord] = field(default_factory=list)
     # Whether a train question has the same gold SQL (`Dataset.seen_in_train`); None for train

@@ -69,7 +69,7 @@ def evaluate(
     journal of an unfinished run with the same policy name, dataset, split, seed, episodes and
     `EnvConfig.show_schema` (and,
     for a policy with a `weights_fingerprint`, the same weights, and for a language model the same
-    `max_new_tokens`, `examples_ranking`, `engine`, `dtype` and `decoding`), the run continues: the recorded episodes are loaded
+    `max_new_tokens`, `examples_ranking`, `engine`, `dtype`, `decoding` and `context`), the run continues: the recorded episodes are loaded
     (and passed to `on_episode` first), only the others are played. A run that plays holds the journal's lock
     until it returns: a second one started on the same journal meanwhile is refused
     (`sqlenv.evaluation.journal.JournalInUse`).
@@ -109,6 +109,7 @@ def evaluate(
             dtype=getattr(policy, "dtype", None),
             decoding=getattr(policy, "decoding", None),
             show_schema=_shows_schema(env),
+            context=getattr(policy, "context", None),
             write=play,  # a report of the results so far only reads it
         )
         done = {index: with_question_facts(e, env.dataset) for index, e in opened.done.items()}

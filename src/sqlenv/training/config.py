@@ -63,9 +63,17 @@ class SFTSection:
     lora: LoRASection = field(default_factory=LoRASection)  # enabled: adapters trained, merged at the end
 
 
+GRPO_LOOPS = ("sqlenv", "trl")
+
+
 @dataclass
 class GRPOSection:
     enabled: bool = True
+    # Who plays the rollouts: "sqlenv", evaluation's own episode loop (`training.rollouts`, TRL's
+    # rollout_func: the same prompt, parser, format-error feedback, budget and context as `sqlenv
+    # eval`, trained on the token ids the model read and wrote); "trl", TRL's multi-turn loop over
+    # the environment's tools (`environment_factory`, `training.trl_env`).
+    loop: str = "trl"
     init_from: str | None = None  # a model; None: the SFT output when SFT is enabled, else `model`
     max_steps: int = 20
     num_generations: int = 4
@@ -264,6 +272,10 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         not isinstance(modes, list) or not modes or any(mode not in ANSWER_MODES for mode in modes)
     ):
         raise ValueError(f"sft.answer_modes: expected a list of {', '.join(ANSWER_MODES)}, got {modes!r}")
+    if config.grpo.loop not in GRPO_LOOPS:
+        raise ValueError(f"grpo.loop: {config.grpo.loop!r} is not one of {', '.join(GRPO_LOOPS)}")
+    if config.grpo.loop == "sqlenv" and config.grpo.env_url:
+        raise ValueError("grpo.env_url: rollouts on a server need grpo.loop: trl (the sqlenv loop plays in-process)")
     if config.grpo.engine not in ("auto", *ENGINES):
         raise ValueError(f"grpo.engine: {config.grpo.engine!r} is not one of auto, {', '.join(ENGINES)}")
     if config.grpo.loss_type not in LOSS_TYPES:

@@ -1,13 +1,18 @@
-"""`sqlenv train grpo`: GRPO with TRL's GRPOTrainer through `environment_factory`.
+"""`sqlenv train grpo`: GRPO with TRL's GRPOTrainer, its rollouts played by one of two loops.
 
-Each rollout gets its own `SQLToolEnv` (in-process, or a WebSocket session on `grpo.env_url`),
-started on the row's question. The prompt is the evaluation prompt (system message and question
-message of `sqlenv.agents.local_policy`, tools from `sqlenv.agents.tools.TOOLS` in that order:
-`present_tools_in_evaluation_order`), so the model trains on what it is evaluated on. Rewards are
-the three parts of the episode reward as separate reward functions (weights in the config; 1, 1, 1
-is the environment's own total). The curriculum orders the train questions (all of them, or those
-whose sampled pass rate lies in `grpo.pass_rate_range`: `sqlenv.training.pass_rates`) by
-difficulty (easy first) and the trainer reads them in that order.
+`grpo.loop: sqlenv` plays them with evaluation's own episode loop through TRL's `rollout_func`
+(`sqlenv.training.rollouts`): the episodes are those `sqlenv eval` plays (prompt, reply parser,
+format-error feedback, budget, context), and the trainer learns from the token ids the model read
+and wrote, the environment's tokens masked out of the loss. `grpo.loop: trl` plays them with TRL's
+multi-turn loop (`environment_factory`): each rollout gets its own `SQLToolEnv` (in-process, or a
+WebSocket session on `grpo.env_url`), started on the row's question; the prompt is the evaluation
+prompt (system message and question message of `sqlenv.agents.prompts`, tools from
+`sqlenv.agents.tools.TOOLS` in that order: `present_tools_in_evaluation_order`), parsed and cut by
+TRL's rules. Either way, rewards are the three parts of the episode reward as separate reward
+functions (weights in the config; 1, 1, 1 is the environment's own total). The curriculum orders
+the train questions (all of them, or those whose sampled pass rate lies in
+`grpo.pass_rate_range`: `sqlenv.training.pass_rates`) by difficulty (easy first) and the trainer
+reads them in that order.
 
 `grpo.engine` chooses what generates the rollouts: TRL's colocated vLLM (`vllm`; on a CPU with
 the adjustments of `sqlenv.training.vllm_colocate`) or the trained model through transformers
@@ -235,23 +240,53 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
     live.diagnostics = RolloutDiagnostics(section.num_generations, section.reward_weights)
     reward_funcs = [REWARD_FUNCS[n] for n in names]
     reward_funcs[0] = live.diagnostics.observing(reward_funcs[0])  # TRL calls every reward function
+    if engine == "vllm" and section.vllm_max_model_length:  # the engine holds no longer sequence
+        live.max_context_tokens = min(live.max_context_tokens, section.vllm_max_model_length)
+    if section.loop == "sqlenv":
+        import os
+
+        from sqlenv.training.rollouts import EpisodeRollouts, rollout_rows
+
+        # TRL calls rollout_func experimental and warns at every start; the module docstring of
+        # sqlenv.training.rollouts says what it relies on, and its tests check it.
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+        loop_options: dict[str, Any] = {
+            "rollout_func": EpisodeRollouts(
+                dataset,
+                config=config.env_config,
+                temperature=section.temperature,
+                max_completion_length=section.max_completion_length,
+                max_new_tokens=config.live.max_new_tokens,
+                max_context_tokens=live.max_context_tokens,
+                solved_examples=config.solved_examples,
+                seed=config.seed,
+                parallel=section.batch_size * section.gradient_accumulation_steps,
+            )
+        }
+        rows = rollout_rows(rows)
+    else:
+        loop_options = {
+            "environment_factory": lambda: SQLToolEnv(
+                dataset, split="train", url=section.env_url, config=config.env_config
+            )
+        }
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=reward_funcs,
         args=args,
         train_dataset=datasets.Dataset.from_list(rows),
         processing_class=tokenizer,
-        environment_factory=lambda: SQLToolEnv(
-            dataset, split="train", url=section.env_url, config=config.env_config
-        ),
         peft_config=peft_config,
         callbacks=[*progress_callbacks(), live],
+        **loop_options,
     )
-    present_tools_in_evaluation_order(trainer)
-    if engine == "vllm":  # the held-out curve and transcripts play on the same engine
+    if section.loop == "trl":
+        present_tools_in_evaluation_order(trainer)
+    if engine == "vllm":  # rollouts (sqlenv loop), the held-out curve and transcripts: one engine
         from sqlenv.training.vllm_colocate import colocated_reply_generator
 
         live.reply_generator = colocated_reply_generator(trainer)
+        trainer.sqlenv_reply_generator = live.reply_generator
     if section.shared_prompt:
         from sqlenv.training.grpo_shared_prefix import use_shared_prompt_logps
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
+from sqlenv.config import DEFAULT_PROMPT_CONFIG
 from sqlenv.data.cache import write_bytes_atomic
 from sqlenv.training.config import TrainConfig
 
@@ -103,6 +104,9 @@ class LiveVisualizationCallback(TrainerCallback):
         # Where the run's episodes generate: None for transformers on the model being trained.
         self.reply_generator: Callable[[], ReplyGenerator] | None = None
         self.diagnostics: RolloutDiagnostics | None = None  # a GRPO run's rollouts, per step
+        # The episodes' context, as evaluation's unless the run's engine holds less
+        # (`grpo.vllm_max_model_length`).
+        self.max_context_tokens = DEFAULT_PROMPT_CONFIG.max_context_tokens
         self.diagnostic_points: list[dict[str, Any]] = []
         self._kept_further: set[str] = set()  # kept files already said to be further along
 
@@ -251,6 +255,7 @@ class LiveVisualizationCallback(TrainerCallback):
             name=f"{self.phase}-live",
             generator=self.reply_generator() if self.reply_generator is not None else None,
             max_new_tokens=self.live.max_new_tokens,
+            max_context_tokens=self.max_context_tokens,
             example_dataset=self._data(),
             solved_examples=self._solved_examples(),
         )
@@ -310,7 +315,7 @@ class LiveVisualizationCallback(TrainerCallback):
             episodes, transcripts included, go to `heldout-step<step>.json` (as `sqlenv eval
             --json` writes them), so a point that moves can be read episode by episode.
         """
-        from sqlenv.evaluation import NO_ANSWER_VERDICT, NOT_IN_TRAIN, SEEN_IN_TRAIN
+        from sqlenv.evaluation import NO_ANSWER_VERDICTS, NOT_IN_TRAIN, SEEN_IN_TRAIN
 
         result = self._evaluate(
             model,
@@ -328,7 +333,7 @@ class LiveVisualizationCallback(TrainerCallback):
             "success_new_sql": overlap.get(NOT_IN_TRAIN, {}).get("success_rate", 0.0),
             "mean_reward": result.avg_reward,
             "format_error_rate": result.format_error_rate,
-            "answer_rate": sum(e.verdict != NO_ANSWER_VERDICT for e in result.episodes)
+            "answer_rate": sum(e.verdict not in NO_ANSWER_VERDICTS for e in result.episodes)
             / max(result.n_episodes, 1),
             "mean_steps": result.avg_steps,
             "solved": sorted(e.question_id for e in result.episodes if e.success),

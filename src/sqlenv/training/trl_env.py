@@ -24,7 +24,7 @@ import types
 from typing import Any
 
 from sqlenv.agents.tools import TOOL_NAMES, google_docstring, tool_call_to_action
-from sqlenv.config import DEFAULT_CONFIG, EnvConfig
+from sqlenv.config import DEFAULT_CONFIG, EnvConfig, RewardConfig
 from sqlenv.data import Dataset
 from sqlenv.env.models import SQLAction, SQLObservation
 
@@ -158,19 +158,45 @@ class SQLToolEnv:
         exploring until the cut would out-earn a wrong answer given earlier, and a policy that
         rarely answers correctly would learn to stop answering. So the same exploration scores
         at least as much answered (wrongly) as unanswered."""
-        if not self._answered:
-            return {
-                "correctness": self._config.reward.wrong_answer,
-                "progress": min(self._progress, 0.0),
-                "operational": min(self._operational, 0.0),
-            }
-        return {"correctness": self._terminal, "progress": self._progress, "operational": self._operational}
+        return scored_reward_parts(
+            answered=self._answered,
+            terminal=self._terminal,
+            progress=self._progress,
+            operational=self._operational,
+            reward=self._config.reward,
+        )
 
     def _close(self) -> None:
         """End a server session (TRL never closes environments; only tools may be public)."""
         closer = getattr(self._env, "close", None)
         if closer is not None:
             closer()
+
+
+def scored_reward_parts(
+    *, answered: bool, terminal: float, progress: float, operational: float, reward: RewardConfig
+) -> dict[str, float]:
+    """The reward parts GRPO scores an episode with: the environment's own, except that an
+    episode that ended without an ANSWER scores as a wrong answer and keeps its shaping's
+    penalties but not its payments (`SQLToolEnv._reward_parts` says why).
+
+    Args:
+        answered: whether the episode ended with an ANSWER.
+        terminal: its terminal reward.
+        progress: its progress shaping, summed over its steps.
+        operational: its operational shaping, summed over its steps.
+        reward: the reward constants (the wrong answer's reward).
+
+    Returns:
+        {"correctness", "progress", "operational"}: the parts `REWARD_FUNCS` return.
+    """
+    if not answered:
+        return {
+            "correctness": reward.wrong_answer,
+            "progress": min(progress, 0.0),
+            "operational": min(operational, 0.0),
+        }
+    return {"correctness": terminal, "progress": progress, "operational": operational}
 
 
 # The tool docstrings come from the shared schema, so TRL renders the same tools as evaluation.
