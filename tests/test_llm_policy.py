@@ -318,7 +318,14 @@ def test_a_call_written_as_json_is_accepted_and_counted_apart_from_tagged_calls(
     fenced_answer = json.dumps({"name": "answer", "arguments": {"value": format_answer(record.gold_answer, record.answer_type)}})
     replies = iter([f"<tool_call>\n{tagged_query}\n</tool_call><|im_end|>", f"```json\n{fenced_answer}\n```<|im_end|>"])
     scripted = policy.clone(max_batch=1)
-    scripted._generate = lambda: next(replies)  # the model's replies, scripted; parsing is the policy's
+
+    def scripted_reply(ids: list[int], max_new_tokens: int) -> str:
+        # The model's replies, scripted; the token context, parsing and counting are the policy's.
+        text = next(replies)
+        scripted._take_reply(scripted.loaded.tokenizer.encode(text, add_special_tokens=False), None, max_new_tokens)
+        return text
+
+    scripted._generate = scripted_reply
     result = evaluate(env, scripted, question_ids=[record.question_id])
     episode = result.episodes[0]
     assert episode.success and episode.format_errors == 0
