@@ -9,14 +9,18 @@
 #
 #   LABEL   names the journals (runs/journal-LABEL-SET) and reports (runs/reports/LABEL-SET)
 #   POLICY  a pinned model (qwen2.5-coder-0.5b) or a trained model's folder (runs/.../final)
-#   SET     any of spider10-value spider10-sql dev-sql dev-value, run in the order given
-#           (default: all four, the spider10 ones first: they take minutes, dev takes hours)
+#   SET     any of spider10-value spider10-sql dev-sql dev-value val-sql val-value, run in the
+#           order given (default: the first four, the spider10 ones first: they take minutes, dev
+#           takes hours); dev is Spider dev (the spider preset's eval split, 972 questions), val
+#           the spider preset's validation split (552, ten train databases withheld from
+#           training). A set ending in -shown (dev-sql-shown, ...) plays with the schema shown in
+#           the first observation (--show-schema), the control papers' zero-shot numbers match
 #
 # Environment: SQLENV_SPIDER_DIR (default ../shared/spider), SQLENV_PYTHON (default .venv/bin/python).
 set -euo pipefail
 
 if [[ $# -lt 2 ]]; then
-    sed -n '8,16p' "$0" >&2
+    sed -n '8,20p' "$0" >&2
     exit 2
 fi
 label=$1
@@ -28,24 +32,29 @@ spider_dir=${SQLENV_SPIDER_DIR:-../shared/spider}
 python=${SQLENV_PYTHON:-.venv/bin/python}
 
 for set in "${sets[@]}"; do  # every name checked before anything plays
-    case $set in
-        spider10-value | spider10-sql | dev-value | dev-sql) ;;
+    case ${set%-shown} in
+        spider10-value | spider10-sql | dev-value | dev-sql | val-value | val-sql) ;;
         *)
-            echo "unknown set '$set': use spider10-value, spider10-sql, dev-value or dev-sql" >&2
+            echo "unknown set '$set': use spider10-value, spider10-sql, dev-value, dev-sql, val-value or val-sql, each optionally ending in -shown" >&2
             exit 2
             ;;
     esac
 done
 
 for set in "${sets[@]}"; do
+    split=eval
     case $set in
         spider10-*) dataset=spider10 ;;
         dev-*) dataset=spider ;;  # Spider's dev questions are the spider preset's eval split
+        val-*) dataset=spider split=validation ;;
     esac
-    mode=${set##*-}
+    base=${set%-shown}
+    mode=${base##*-}
+    shown=()
+    [[ $set == *-shown ]] && shown=(--show-schema)
     echo "== $label: $set ($(date -u +%H:%M:%S))"
-    "$python" -m sqlenv.cli eval --policy "$policy" --dataset "$dataset" --split eval \
-        --spider-dir "$spider_dir" --answer-mode "$mode" --parallel 16 \
+    "$python" -m sqlenv.cli eval --policy "$policy" --dataset "$dataset" --split "$split" \
+        --spider-dir "$spider_dir" --answer-mode "$mode" --parallel 16 "${shown[@]}" \
         --journal "runs/journal-$label-$set" --report "runs/reports/$label-$set" \
         --json "runs/reports/$label-$set.json"
 done

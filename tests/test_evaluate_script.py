@@ -39,7 +39,24 @@ def test_each_set_plays_in_its_answer_mode_and_a_second_run_reads_the_journals(
 def test_an_unknown_set_or_missing_arguments_are_refused(spider_dir: Path, tmp_path: Path) -> None:
     wrong = _run(tmp_path, spider_dir, "gold", "oracle", "spider10-sql", "spider10-values")
     assert wrong.returncode == 2
-    assert "unknown set 'spider10-values': use spider10-value, spider10-sql, dev-value or dev-sql" in wrong.stderr
+    assert (
+        "unknown set 'spider10-values': use spider10-value, spider10-sql, dev-value, dev-sql, val-value or "
+        "val-sql, each optionally ending in -shown"
+    ) in wrong.stderr
     assert not (tmp_path / "runs").exists()  # the good set before it did not play either
     bare = _run(tmp_path, spider_dir)
     assert bare.returncode == 2 and "bash scripts/evaluate_model.sh LABEL POLICY [SET ...]" in bare.stderr
+
+
+def test_a_shown_set_plays_with_the_schema_shown_and_val_plays_the_validation_split(
+    spider_dir: Path, tmp_path: Path
+) -> None:
+    done = _run(tmp_path, spider_dir, "gold", "oracle", "spider10-sql-shown", "val-sql")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    shown = json.loads((tmp_path / "runs" / "reports" / "gold-spider10-sql-shown.json").read_text())
+    assert (shown["dataset"], shown["n_episodes"], shown["answer_mode"]) == ("spider10", 203, "sql")
+    assert shown["show_schema"] is True and shown["success_rate"] == 1.0
+    val = json.loads((tmp_path / "runs" / "reports" / "gold-val-sql.json").read_text())
+    assert (val["dataset"], val["show_schema"]) == ("spider", False)
+    assert val["n_episodes"] == 552  # the spider preset's validation split: ten withheld train databases
+    assert (tmp_path / "runs" / "journal-gold-val-sql").exists()
