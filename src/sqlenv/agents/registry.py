@@ -2,8 +2,8 @@
 
 `make_policy(name, dataset, seed, settings)` looks a name up. `register_policy` adds an exact name
 (`"oracle"`, `"smollm2-135m"`, `"qwen2.5-coder-0.5b"`) or a scheme (`"openai"` for `"openai:<url>"`: the builder gets the
-text after the colon); `register_policy_resolver` adds a catch-all tried last (a model directory
-path). Third-party packages can register from the entry point group `sqlenv.policies` (each entry
+text after the colon); `register_policy_resolver` adds a catch-all tried last (a published model's
+name, `sqlenv.agents.published_models`; a model directory path). Third-party packages can register from the entry point group `sqlenv.policies` (each entry
 point is a zero-argument function that calls `register_policy`). Builders import heavy
 dependencies themselves, so naming "random" never loads a model.
 
@@ -240,6 +240,31 @@ for _model, _title in (
             _llm_policy(_model, _shots),
             f"{_title}, {_shots}-shot, greedy{_fetch}",
         )
+
+
+def _published_policy(request: PolicyRequest) -> Policy:
+    """A published model (`sqlenv.agents.published_models`): its adapter files checked against
+    its manifest, merged into its base once, and the merged checkpoint played 0-shot, greedy."""
+    require_extra("llm", f"--policy {request.name}")
+    from sqlenv.agents.published_models import merged_checkpoint, published_model
+
+    model = published_model(request.argument)
+    if model is None:  # removed since the name was matched
+        raise ValueError(f"unknown policy {request.name!r}: no published model by that name")
+    return _llm_policy(str(merged_checkpoint(model)), 0)(request)
+
+
+def _is_published(name: str) -> bool:
+    from sqlenv.agents.published_models import published_model
+
+    return published_model(name) is not None
+
+
+register_policy_resolver(
+    _is_published,
+    _published_policy,
+    "a published model: trained adapters on a pinned base, 0-shot, greedy (sqlenv models list)",
+)
 register_policy_resolver(
     lambda name: (Path(name).expanduser() / "config.json").is_file(),
     lambda request: _llm_policy(str(Path(request.argument).expanduser()), 0)(request),

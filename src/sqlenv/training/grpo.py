@@ -302,6 +302,7 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
 
 
 def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
+    from sqlenv.agents.published_models import FINAL_ADAPTER
     from sqlenv.agents.solved_examples import write_prompt_settings
     from sqlenv.training.checkpoints import resume_checkpoint
 
@@ -312,6 +313,8 @@ def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) 
     tokenizer = trainer.processing_class
     trainer.train(resume_from_checkpoint=checkpoint)
     final = out / "final"
+    if config.grpo.lora.enabled:  # the adapter as trained, beside the merged model: what gets published
+        trainer.model.save_pretrained(str(out / FINAL_ADAPTER))
     final_model = trainer.model.merge_and_unload() if config.grpo.lora.enabled else trainer.model
     final_model.save_pretrained(str(final))
     tokenizer.padding_side = "right"

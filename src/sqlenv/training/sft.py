@@ -4,9 +4,11 @@ The data is tokenised here (`sqlenv.training.sft_data`) with TRL's training chat
 loss covers assistant turns only (the `assistant_masks` column). With `sft.shared_prefix` (the
 default) each optimisation batch's common opening runs once (`sqlenv.training.shared_prefix`).
 With `sft.lora` enabled only LoRA adapters train, and they are merged into the weights at the
-end. The final model and tokenizer are saved to `<output_dir>/sft/final`, a directory `sqlenv eval
---policy` accepts; the log history goes to `<output_dir>/sft/log_history.json`, the data counts
-(and how many steps shared their opening) to `<output_dir>/sft/data_counts.json`. The loss of
+end (the adapters as trained are kept in `<output_dir>/sft/final-adapter`, what `sqlenv models
+publish` publishes). The final model and tokenizer are saved to `<output_dir>/sft/final`, a
+directory `sqlenv eval --policy` accepts; the log history goes to
+`<output_dir>/sft/log_history.json`, the data counts (and how many steps shared their opening) to
+`<output_dir>/sft/data_counts.json`. The loss of
 the protocol's tokens (`sqlenv.training.token_check`) is measured before and after training, printed,
 and saved to `<output_dir>/sft/token_losses.json`; a token left unlearnt gets a warning.
 """
@@ -27,6 +29,7 @@ TOKEN_CHECK_ROWS = 4
 def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -> Path:
     from trl import SFTConfig, SFTTrainer
 
+    from sqlenv.agents.published_models import FINAL_ADAPTER
     from sqlenv.agents.solved_examples import write_prompt_settings
     from sqlenv.config import ANSWER_MODES
     from sqlenv.data import load_dataset
@@ -133,6 +136,7 @@ def run_sft(config: TrainConfig, *, resume: bool = False, console: Any = None) -
             )
     final = out / "final"
     if section.lora.enabled:  # the adapters merged into the weights: a plain model, as without LoRA
+        trainer.model.save_pretrained(str(out / FINAL_ADAPTER))  # and kept as trained: what gets published
         trained = trainer.model.merge_and_unload()
         trained.save_pretrained(str(final))
     else:
