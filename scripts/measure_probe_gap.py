@@ -6,7 +6,7 @@ measures the gap the two engines have anyway (vLLM in the dtype given, transform
 the trainer holds the policy, or as asked), and what each side of the check costs, so that the tolerance can be
 set well above the one and the check kept cheap:
 
-    flock /tmp/sqlenv-heavy.lock .venv/bin/python scripts/measure_probe_gap.py qwen2.5-coder-0.5b --dtype bfloat16
+    .venv/bin/python scripts/measure_probe_gap.py qwen2.5-coder-0.5b --dtype bfloat16
 """
 
 from __future__ import annotations

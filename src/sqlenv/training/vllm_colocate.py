@@ -121,7 +121,7 @@ class WeightSyncError(RuntimeError):
 PROBE_TEXT = "SELECT name, COUNT(*) FROM singer WHERE age > 30 GROUP BY country ORDER BY 2 DESC;"
 # The mean absolute difference per probe token allowed between the engine's log-probabilities and
 # the policy's (transformers, in the policy's own dtype: float32 as the trainer loads it), by the
-# engine's dtype. On equal weights the two differ by (`flock /tmp/sqlenv-heavy.lock .venv/bin/python
+# engine's dtype. On equal weights the two differ by (`.venv/bin/python
 # scripts/measure_probe_gap.py MODEL --dtype DTYPE`, 2 AVX-512 BF16 cores): in float32 < 1e-5 a
 # token on average (2e-5 at most) for SmolLM2-135M and Qwen2.5-Coder-0.5B; in bfloat16 0.027
 # (SmolLM2) and 0.021 (Qwen) on average, 0.10-0.11 at most (SmolLM2 held in bfloat16 by
