@@ -3,6 +3,7 @@ file is modified by anything the tests do (sha256 of every file before and after
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,6 +28,34 @@ def require_vllm() -> None:
         if os.environ.get("SQLENV_REQUIRE_VLLM"):
             pytest.fail(reason + " — SQLENV_REQUIRE_VLLM is set, so vLLM tests may not skip")
         pytest.skip(reason)
+
+
+# What TRL's colocated vLLM sets in os.environ (trl.generation.vllm_generation) for the process
+# group vLLM then starts in this process.
+DISTRIBUTED_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@contextlib.contextmanager
+def colocated_vllm_scope() -> Iterator[None]:
+    """Around a test that builds a trainer with TRL's colocated vLLM in the test process: on exit,
+    vLLM's process group is destroyed and the distributed variables are put back. Left behind, they
+    leak into later tests: a training subprocess inherits them and fails to bind the port this
+    process holds (EADDRINUSE), and accelerate wraps an in-process trainer's model in DDP."""
+    before = {name: os.environ.get(name) for name in DISTRIBUTED_VARIABLES}
+    try:
+        yield
+    finally:
+        import gc
+
+        gc.collect()  # the engine's objects first: they hold the group
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        cleanup_dist_env_and_memory()
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def spider_dir_or_none() -> Path | None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import require_vllm
+from conftest import colocated_vllm_scope, require_vllm
 from sqlenv.agents.vllm_engine import DEFAULT_CPU_KVCACHE_GIB
 
 pytest.importorskip("trl", reason="the llm extra is not installed (pip install -e '.[llm]')")
@@ -66,7 +66,8 @@ def trainer(tmp_path_factory: pytest.TempPathFactory, spider_dir: Path) -> Itera
             "live.transcript_every": 0,
         },
     )
-    yield build_grpo_trainer(config)
+    with colocated_vllm_scope():
+        yield build_grpo_trainer(config)
 
 
 def _prompt(trainer: Any) -> list[int]:
