@@ -292,11 +292,9 @@ def build_grpo_trainer(config: TrainConfig, *, console: Any = None) -> Any:
 
         use_shared_prompt_logps(trainer)
         if console is not None:
-            # Rows of one pass that share a prompt share its forward: a pass of 4 out of a group of
-            # 8 computes the prompt twice per step instead of 8 times; one row per pass, every time.
             console.print(
-                "training pass: each prompt computed once per forward pass (grpo.shared_prompt)"
-                + ("; batch_size 1 scores one rollout per pass, so it saves nothing" if section.batch_size < 2 else "")
+                "training pass: each prompt computed once per optimisation step, only the model's "
+                "tokens projected onto the vocabulary (grpo.shared_prompt)"
             )
     return trainer
 

@@ -1,5 +1,6 @@
 """Loading a model to train: the tokenizer with a tool-calling chat template TRL knows, and the
-model in float32 (the CPU's training type), and whether to autocast it to bfloat16.
+model in float32 (the CPU's training type), and whether to autocast it to bfloat16; bfloat16 copies
+of its frozen weights for a pass under autocast (`frozen_bf16_weights`).
 
 bf16 autocast pays only where the hardware computes in bfloat16: a GPU that supports it, or a CPU
 with AVX-512 BF16 or AMX. Elsewhere PyTorch emulates it, and on this project's 2-core AVX2 machine
@@ -9,7 +10,10 @@ say `bf16: auto`, which asks the hardware (`resolve_bf16`).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from sqlenv.agents.devices import native_bf16
@@ -18,6 +22,7 @@ from sqlenv.training.config import LoRASection
 
 __all__ = [
     "bf16_for",
+    "frozen_bf16_weights",
     "load_tokenizer",
     "load_trainable",
     "lora_config",
@@ -51,6 +56,68 @@ def load_trainable(name: str) -> tuple[Any, Any]:
     model = AutoModelForCausalLM.from_pretrained(model_source(name), dtype=torch.float32)
     model.train()
     return tokenizer, model
+
+
+@contextlib.contextmanager
+def frozen_bf16_weights(model: Any) -> Iterator[dict[Any, tuple[Any, Any]]]:
+    """Inside the block, `model`'s frozen float32 `nn.Linear` layers compute with bfloat16 copies of
+    their weights made once on entry, instead of autocast casting each weight again at every call.
+
+    Under bf16 autocast a linear layer casts its float32 weight (and bias) to bfloat16 on every call,
+    and the copy lives as long as the call's autograd graph: with a LoRA model's base frozen, that is
+    a pass over all its weights per forward call. The copies made here are the values autocast
+    computes (the same rounding), so results are unchanged. The float32 weights stay the model's
+    parameters (for merging adapters, saving, the weight sync); the copies are freed on exit, and a
+    weight changed inside the block (merging adapters) is not seen: keep the block to one pass.
+
+    Args:
+        model: a model (PEFT-wrapped or not); layers whose weight requires grad are left alone.
+
+    Yields:
+        {layer: (bfloat16 weight, bfloat16 bias or None)} for the layers switched.
+
+    Raises:
+        RuntimeError: a switched layer called outside bf16 autocast (it would compute in bfloat16
+            where the caller expects float32).
+    """
+    import torch
+
+    # PEFT's adapter layers (lora_A, lora_B, ...) are never switched: disabling the adapters (as TRL
+    # does to score the reference model) sets their requires_grad to False for a while.
+    adapters = {
+        id(inner)
+        for module in model.modules()
+        for name in getattr(module, "adapter_layer_names", ())
+        if isinstance(getattr(module, name, None), torch.nn.Module)
+        for inner in getattr(module, name).modules()
+    }
+    switched: dict[Any, tuple[Any, Any]] = {}
+    try:
+        for module in model.modules():
+            weight = getattr(module, "weight", None)
+            if type(module) is not torch.nn.Linear or id(module) in adapters:
+                continue
+            if weight.requires_grad or weight.dtype != torch.float32:
+                continue
+            bias = None if module.bias is None else module.bias.detach().to(torch.bfloat16)
+            switched[module] = (weight.detach().to(torch.bfloat16), bias)
+            module.forward = functools.partial(_bf16_linear, *switched[module])
+        yield switched
+    finally:
+        for module in switched:
+            del module.forward  # the class's forward again
+
+
+def _bf16_linear(weight: Any, bias: Any, x: Any) -> Any:
+    import torch
+
+    if not (
+        torch.is_autocast_enabled(x.device.type) and torch.get_autocast_dtype(x.device.type) == torch.bfloat16
+    ):
+        raise RuntimeError(
+            "frozen_bf16_weights: a layer with bfloat16 weights was called outside bf16 autocast"
+        )
+    return torch.nn.functional.linear(x, weight, bias)
 
 
 def single_token_id(tokenizer: Any, token: str) -> int:
@@ -103,7 +170,9 @@ def token_rows(model: Any) -> dict[str, Any]:
     Returns:
         {parameter name: parameter} for each of peft's token-row deltas that requires grad.
     """
-    return {name: p for name, p in model.named_parameters() if TOKEN_ROWS_PARAMETER in name and p.requires_grad}
+    return {
+        name: p for name, p in model.named_parameters() if TOKEN_ROWS_PARAMETER in name and p.requires_grad
+    }
 
 
 def lora_config(section: LoRASection, tokenizer: Any = None) -> Any:
