@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The evaluations docs/results.md reports for one model: spider10's 203 eval questions and Spider
+# The evaluations docs/lab-notebook.md reports for one model: spider10's 203 eval questions and Spider
 # dev's usable questions, each in both answer modes (value; sql = execution accuracy), greedy, seed
 # 0, zero-shot, 16 episodes at once. Each evaluation keeps a journal, so running the same command
 # again (after a stop, or in a later sitting) continues where it stopped and ends as one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reward ablation docs/results.md reports, from configs/cpu-qwen0.5b.yaml: the same GRPO run with
+# The reward ablation docs/lab-notebook.md reports, from configs/cpu-qwen0.5b.yaml: the same GRPO run with
 # the dense reward and with the correctness reward alone, on the same questions, then both held-out
 # curves on one plot. Its stages, in order; each is skipped when its result exists, and each
 # continues where a stop left it, so the same command, in every sitting, carries it to the end:
@@ -9,7 +9,7 @@
 #                  runs/journal-qwen05-sft-train-T1x4), written as the table
 #                  docs/results/qwen05-sft-pass-rates.json (TABLE)
 #   3. dense       GRPO with the config's dense reward (runs/cpu-qwen0.5b-dense): the learning
-#                  curve docs/results.md leads with, so it trains first
+#                  curve docs/lab-notebook.md leads with, so it trains first
 #   4. correctness GRPO with the correctness reward alone (runs/cpu-qwen0.5b-correctness)
 #                  Each arm's held-out points and per-step diagnostics are also written, as they
 #                  are measured, to docs/results/qwen05-ablation-<arm>/ (live.keep_points_in): a

@@ -1,4 +1,4 @@
-"""`scripts/reward_ablation.sh`, the reward ablation docs/results.md reports: each stage is skipped
+"""`scripts/reward_ablation.sh`, the reward ablation docs/lab-notebook.md reports: each stage is skipped
 when its result exists and continues a stopped run where one was left, both arms train from the same
 SFT model on the same pass-rate table with the overrides the docs name, and the last stage draws both
 curves."""
@@ -78,7 +78,7 @@ def test_a_fresh_checkout_plans_every_stage_and_both_arms_differ_only_in_their_r
     for arm in (correctness, dense):
         assert arm.grpo.init_from == "runs/cpu-qwen0.5b/sft/final"
         assert arm.grpo.pass_rates_from == "docs/results/qwen05-sft-pass-rates.json"
-    # each arm's points kept where docs/results.md cites them from
+    # each arm's points kept where docs/lab-notebook.md cites them from
     assert correctness.live.keep_points_in == "docs/results/qwen05-ablation-correctness"
     assert dense.live.keep_points_in == "docs/results/qwen05-ablation-dense"
     assert correctness.grpo.reward_weights == {"correctness": 1.0, "progress": 0.0, "operational": 0.0}

@@ -1,4 +1,4 @@
-"""`scripts/evaluate_model.sh`, the evaluations docs/results.md reports for one model: each set is
+"""`scripts/evaluate_model.sh`, the evaluations docs/lab-notebook.md reports for one model: each set is
 played in its answer mode with a journal, and the same command again reads the finished ones back
 instead of playing them."""
 

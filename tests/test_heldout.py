@@ -260,7 +260,7 @@ def test_curves_say_whether_the_runs_trained_on_the_same_questions(
         if diagnostics:
             points = [{"step": s, "kl": 0.0, **({"questions": questions[s]} if questions else {})} for s in (1, 2, 3)]
             (live / "diagnostics.json").write_text(json.dumps(points))
-        return live / "heldout.json"  # as results.md cites a kept run: its heldout.json
+        return live / "heldout.json"  # as the lab notebook cites a kept run: its heldout.json
 
     dense = run("dense", played)
     same = run("same", dict(played))

@@ -43,7 +43,7 @@ def test_block_means_average_each_block_and_mark_what_a_block_did_not_record(tmp
 def test_sqlenv_train_diagnostics_prints_the_blocks_of_a_kept_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The fourth Qwen run's committed points give docs/results.md's table, row for row."""
+    """The fourth Qwen run's committed points give docs/lab-notebook.md's table, row for row."""
     from typer.testing import CliRunner
 
     from sqlenv.cli import app

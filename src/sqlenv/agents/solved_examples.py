@@ -3,7 +3,7 @@ shown in the prompt.
 
 A small model recalls few of the queries it was trained on: SmolLM2-135M fine-tuned without
 examples answered 27 of the 129 spider10 eval questions whose query it had seen in training as
-another question's (docs/results.md). Shown
+another question's (docs/lab-notebook.md). Shown
 the most similar solved questions of the same database in its prompt, a model can copy or adapt a
 query from its context instead of recalling it from its weights.
 

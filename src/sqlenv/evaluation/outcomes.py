@@ -8,7 +8,7 @@ database and difficulty, success, steps, format errors, whether it answered, whe
 was seen in train and whether its gold answer is empty (1 / 0, null where unknown), and its total
 reward. The answer mode and `show_schema` are the header's, because a run's episodes all share them
 (`summarise` refuses a mixture). 972 episodes take about 57 kB, so the outcomes behind every row of
-docs/results.md can be committed.
+docs/lab-notebook.md can be committed.
 
 `load_run` reads an evaluation's results (`sqlenv eval --json`, a report's results.json or its
 folder) or an episode journal (a .jsonl file, or a `--journal` folder) into `RunOutcomes`;

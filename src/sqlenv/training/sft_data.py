@@ -9,7 +9,7 @@ the model will read at evaluation and in GRPO. The plan per question (seeded):
   the correction, not the typo) unless `loss_on_mistakes`;
 - of those, a share (`recovery_rate`, 0 by default) that recover the way an agent should: the
   table the mistyped name belongs to is not described up front but right after the error, and
-  only then comes the correct query. Evaluations showed why (`docs/results.md`, "How the episodes
+  only then comes the correct query. Evaluations showed why (`docs/lab-notebook.md`, "How the episodes
   go wrong"): trained models never recover from a failed query; they answer a column name or send
   the query again.
 - the gold QUERY, then ANSWER with the gold result written in the answer format (in SQL-answer

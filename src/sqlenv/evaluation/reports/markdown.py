@@ -230,7 +230,7 @@ def _patterns_markdown(episodes: Sequence[EpisodeRecord]) -> list[str]:
 
 def episode_markdown(episode: EpisodeRecord) -> str:
     """One episode as markdown: the question, each action with what came back and its reward,
-    and the verdict (training transcripts, docs/results.md)."""
+    and the verdict (training transcripts, docs/lab-notebook.md)."""
     lines = [
         f"**{episode.question_id}** ({episode.db_id}, {episode.difficulty}): {episode.question}",
         "",
