@@ -91,8 +91,10 @@ class BuiltImage:
     size_bytes: int
 
 
-@pytest.fixture(scope="session")
-def image() -> Iterator[BuiltImage]:
+def build_image(context: Path) -> BuiltImage:
+    """Build the Dockerfile in `context` with BuildKit (on the local base where there is one; the
+    host's CA bundle as the pip_cert secret); the test that needs Docker skips or fails as above
+    where no engine answers. The caller removes the image."""
     if docker_client() is None:
         _unavailable("no docker client installed")
     if docker("info", check=False, timeout=30).returncode != 0:
@@ -111,7 +113,7 @@ def image() -> Iterator[BuiltImage]:
     client = docker_client()
     assert client is not None
     built = subprocess.run(
-        [client, *command, str(REPO_ROOT)],
+        [client, *command, str(context)],
         capture_output=True,
         text=True,
         timeout=1_200,
@@ -120,9 +122,17 @@ def image() -> Iterator[BuiltImage]:
     seconds = time.monotonic() - began
     assert built.returncode == 0, f"docker build failed:\n{built.stdout[-4000:]}\n{built.stderr[-4000:]}"
     size = int(docker("image", "inspect", tag, "--format", "{{.Size}}").stdout.strip())
-    print(f"\nimage {tag} from {base or 'python:3.11-slim'}: built in {seconds:.0f} s, {size / 1e6:.0f} MB")
-    yield BuiltImage(tag, base or "python:3.11-slim", seconds, size)
-    docker("image", "rm", "--force", tag, check=False)
+    print(
+        f"\nimage {tag} of {context} from {base or 'python:3.11-slim'}: built in {seconds:.0f} s, {size / 1e6:.0f} MB"
+    )
+    return BuiltImage(tag, base or "python:3.11-slim", seconds, size)
+
+
+@pytest.fixture(scope="session")
+def image() -> Iterator[BuiltImage]:
+    built = build_image(REPO_ROOT)
+    yield built
+    docker("image", "rm", "--force", built.tag, check=False)
 
 
 class Container:
