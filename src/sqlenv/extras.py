@@ -1,6 +1,6 @@
 """The optional extras of the package, and the error a user sees when one is missing.
 
-The core install (`pip install sqlenv`) serves, plays and evaluates the reference policies. Three
+The core install (`pip install sqlenv`) serves, plays and evaluates the reference policies. The
 extras add the rest; a command that needs one that is not installed says which and how to install
 it instead of failing with an ImportError traceback.
 """
@@ -22,6 +22,22 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str, str]] = {
         "report plots and the Ray backend (matplotlib, Ray)",
     ),
     "dev": (("pytest",), "pip install -e '.[dev]'", "the test tools"),
+    "skyrl": (("skyrl_gym",), "pip install -e '.[skyrl]'", "the SkyRL-gym environment (skyrl-gym)"),
+    "verifiers": (("verifiers",), "pip install -e '.[verifiers]'", "the verifiers environment (verifiers)"),
+    # nemo-gym 0.7 declares Python >= 3.13.14 but runs on 3.11 (tested); --prefer-binary keeps pip
+    # on wheels for 3.11 once Requires-Python is ignored.
+    "nemo-gym": (
+        ("nemo_gym", "resources_servers"),
+        "pip install --ignore-requires-python --prefer-binary -e '.[nemo-gym]'",
+        "the NeMo Gym resources server (nemo-gym)",
+    ),
+    # verl 0.9.1 pins transformers < 5.11, the llm extra needs >= 5.24: verl itself goes in
+    # without its dependencies, the extra brings the ones its tools import.
+    "verl": (
+        ("verl", "tensordict"),
+        "pip install torch==2.13.0 && pip install -e '.[verl]' && pip install --no-deps verl==0.9.1",
+        "the verl tools (verl, without its pins)",
+    ),
 }
 
 
