@@ -160,6 +160,41 @@ def test_skyrls_max_turns_below_the_budget_becomes_the_budget(demo_dataset) -> N
     assert_same_rewards(env, outputs, ref)
 
 
+def test_grpo_scoring_pays_what_grpos_reward_functions_give(demo_dataset) -> None:
+    """`scoring: grpo`: an episode that explores (earning shaping payments) and then spends its
+    budget without an ANSWER earns through SkyRL what sqlenv's GRPO reward functions give the same
+    calls made through TRL's tools; with the default scoring it earns what the environment paid."""
+    from sqlenv.env.models import SQLAction
+    from sqlenv.training.trl_env import REWARD_FUNCS, SQLEnvTRL
+
+    record = next(r for r in demo_dataset.split("train") if r.tables_involved and not r.empty_gold)
+    table = record.tables_involved[0]
+    actions = [
+        SQLAction(action_type="DESCRIBE", argument=table),
+        SQLAction(action_type="QUERY", argument=record.gold_sql),  # the gold result: progress paid
+        SQLAction(action_type="SAMPLE", argument=table),
+    ]
+    config = EnvConfig(step_budget=3)
+    trl = SQLEnvTRL(demo_dataset, split="train", config=config)
+    trl.reset(question_id=record.question_id)
+    trl.describe(table)
+    trl.query(record.gold_sql)
+    trl.sample(table)
+    grpo = {name: f([trl])[0] for name, f in REWARD_FUNCS.items()}
+    ref = reference(demo_dataset, record.question_id, actions, config)
+    assert not ref.answered and ref.parts["progress"] > grpo["progress"]  # the scorings differ here
+    for scoring, expected in (("grpo", grpo), ("env", ref.parts)):
+        env_config = {"scoring": scoring, "step_budget": 3}
+        env, _, _, outputs = play(record.question_id, actions, env_config)
+        assert outputs[-1]["done"] and len(outputs) == 3
+        assert sum(o["reward"] for o in outputs) == pytest.approx(sum(expected.values()), abs=1e-12)
+        metrics = env.get_metrics()
+        assert {p: metrics[p] for p in PARTS} == pytest.approx(expected, abs=1e-12), scoring
+        assert metrics["total_reward"] == pytest.approx(sum(expected.values()), abs=1e-12)
+        for o in outputs:  # each step's parts still add up to its reward
+            assert sum(o["metadata"]["reward_components"].values()) == pytest.approx(o["reward"], abs=1e-12)
+
+
 def test_bad_settings_are_named() -> None:
     with pytest.raises(ValueError, match=r"unknown sqlenv env_config key\(s\) \['budget'\]"):
         skyrl_gym.make("sqlenv", env_config={"budget": 3}, extras={})
@@ -169,6 +204,8 @@ def test_bad_settings_are_named() -> None:
         skyrl_gym.make("sqlenv", env_config={"split": "test"}, extras={})
     with pytest.raises(ValueError, match="show_schema must be true or false, not 'yes'"):
         skyrl_gym.make("sqlenv", env_config={"show_schema": "yes"}, extras={})
+    with pytest.raises(ValueError, match="scoring must be one of env, grpo, not 'ppo'"):
+        skyrl_gym.make("sqlenv", env_config={"scoring": "ppo"}, extras={})
     with pytest.raises(ValueError, match="tools_in_prompt must be true or false, not 1"):
         skyrl_gym.make("sqlenv", env_config={"tools_in_prompt": 1}, extras={})
     with pytest.raises(ValueError, match="step_budget must be a positive number of steps, not 0"):

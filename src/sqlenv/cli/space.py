@@ -14,17 +14,15 @@ from typing import Annotated
 import typer
 
 from sqlenv.cli.common import SpiderDirOption, app, console, fail
+from sqlenv.data import PRESETS
 
 space_app = typer.Typer(help="Hugging Face Docker Space: write the folder to push.", no_args_is_help=True)
 app.add_typer(space_app, name="space")
 
 
-class SpaceDataset(StrEnum):
-    """What the Space's image serves (sqlenv.server.space.SPACE_DATASETS)."""
-
-    demo = "demo"
-    spider10 = "spider10"
-    spider = "spider"
+# What the Space's image serves: every data preset (sqlenv.server.space.SPACE_DATASETS), read from
+# sqlenv.data, which the CLI imports anyway, so that a new preset needs no edit here.
+SpaceDataset = StrEnum("SpaceDataset", [(name, name) for name in PRESETS])
 
 
 @space_app.command("write")

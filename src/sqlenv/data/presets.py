@@ -41,7 +41,15 @@ from sqlenv.data.loaders import (
 from sqlenv.data.records import ANSWER_TYPES, QuestionRecord
 from sqlenv.data.splits import stratified_eval_ids
 
-PRESETS: tuple[str, ...] = ("demo", "spider10", "spider")
+# Each preset and what it serves, in one phrase (a Hugging Face Space's card names it).
+PRESET_DESCRIPTIONS: dict[str, str] = {
+    "demo": "the demo set embedded in the package",
+    "spider10": "spider10, a subset of Spider 1.0",
+    "spider": "Spider 1.0 (its train databases for train and validation, its dev databases for eval)",
+}
+PRESETS: tuple[str, ...] = tuple(PRESET_DESCRIPTIONS)
+# The presets built from Spider 1.0, which is downloaded (`sqlenv data download spider`), never shipped.
+SPIDER_PRESETS: frozenset[str] = frozenset({"spider10", "spider"})
 SPIDER10_DATABASES: tuple[str, ...] = (
     "student_assessment",
     "concert_singer",

@@ -8,6 +8,10 @@ Three layers:
   payments sum to progress_weight * phi_last, so oscillating between results earns nothing;
 - L3 terminal (ANSWER): correct_answer or wrong_answer.
 Each exploration step's L1 + L2 is clipped to [step_clip_low, step_clip_high].
+
+`scored_reward_parts` is how GRPO scores a whole episode from those layers (an unanswered episode
+keeps only its shaping's penalties); it lives here so that every player of an episode (training,
+the RL-stack integrations) scores it the same way.
 """
 
 from __future__ import annotations
@@ -84,6 +88,38 @@ def exploration_reward_parts(
 def terminal_reward(correct: bool, cfg: RewardConfig) -> float:
     """L3: the reward of an ANSWER (or of running out of budget, which is not correct)."""
     return cfg.correct_answer if correct else cfg.wrong_answer
+
+
+def scored_reward_parts(
+    *, answered: bool, terminal: float, progress: float, operational: float, reward: RewardConfig
+) -> dict[str, float]:
+    """The reward parts GRPO scores an episode with: the environment's own, except that an
+    episode that ended without an ANSWER (the step budget ran out, or the player stopped or was
+    cut short) scores as a wrong answer and keeps its shaping's penalties but not its payments.
+
+    The shaping pays for exploration that leads to an answer. Were its payments kept, exploring
+    until the cut would out-earn a wrong answer given earlier, and a policy that rarely answers
+    correctly would learn to stop answering. So the same exploration scores at least as much
+    answered (wrongly) as unanswered.
+
+    Args:
+        answered: whether the episode ended with an ANSWER.
+        terminal: its terminal reward.
+        progress: its progress shaping, summed over its steps.
+        operational: its operational shaping, summed over its steps.
+        reward: the reward constants (the wrong answer's reward).
+
+    Returns:
+        {"correctness", "progress", "operational"}: the parts GRPO's reward functions return
+        (`sqlenv.training.trl_env.REWARD_FUNCS`); they add up to the episode's score.
+    """
+    if not answered:
+        return {
+            "correctness": reward.wrong_answer,
+            "progress": min(progress, 0.0),
+            "operational": min(operational, 0.0),
+        }
+    return {"correctness": terminal, "progress": progress, "operational": operational}
 
 
 def _value_key(value: Cell) -> object:

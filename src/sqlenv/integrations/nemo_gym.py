@@ -21,7 +21,9 @@ This module owns what sqlenv adds:
 - `SQLEnvResourcesServer`: that server with three changes. The stock one resets every session
   with the same `reset_kwargs`: here `/seed_session` plays the question its request names (the
   dataset row's `question_id`, as NeMo Gym's agents post the whole row). `/verify` also returns
-  the reward's parts, whether the answer was correct and the steps played. And the stock tool
+  the reward's parts, whether the answer was correct and the steps played; with `scoring: grpo`
+  in the server's YAML section it pays the score sqlenv's GRPO gives the episode
+  (`chat_episode.episode_reward_parts`) instead of the sum of its step rewards. And the stock tool
   endpoints call `env.step` on the server's event loop, so one query running to sqlenv's time
   limit (5 s) would hold every other session of the server; here they await
   `SQLEnvironment.step_async`, which runs QUERY and ANSWER on sqlenv's shared thread pool, as
@@ -46,13 +48,13 @@ from pathlib import Path
 from typing import Any
 
 from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction, ListToolsObservation, Tool
-from pydantic import ConfigDict
+from pydantic import ConfigDict, field_validator
 
 from sqlenv.agents.tools import tool_call_to_action
 from sqlenv.env.environment import SQLEnvironment
 from sqlenv.env.models import SQLAction, SQLObservation
 from sqlenv.extras import MissingExtraError, missing_extra_message
-from sqlenv.integrations.chat_episode import REWARD_PARTS, ChatEpisode, EpisodeSettings
+from sqlenv.integrations.chat_episode import REWARD_PARTS, SCORINGS, EpisodeSettings, episode_reward_parts
 from sqlenv.settings import served_data_from_environment
 
 try:
@@ -187,11 +189,21 @@ class SQLEnvNeMoGymEnvironment(SQLEnvironment):
 
 
 class SQLEnvResourcesServerConfig(OpenEnvResourcesServerConfig):
-    """The server's YAML section; sqlenv's environment in MCP mode unless the YAML says otherwise."""
+    """The server's YAML section; sqlenv's environment in MCP mode unless the YAML says otherwise.
+    `scoring` is how `/verify` scores an episode (`chat_episode.SCORINGS`: "env", the sum of its
+    step rewards; "grpo", as `sqlenv train grpo` scores it)."""
 
     env_class: str = ENV_CLASS
     action_class: str = MCP_ACTION_CLASS
     is_mcp: bool = True
+    scoring: str = "env"
+
+    @field_validator("scoring")
+    @classmethod
+    def _known_scoring(cls, scoring: str) -> str:
+        if scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, not {scoring!r}")
+        return scoring
 
 
 class SQLEnvSeedSessionRequest(BaseSeedSessionRequest):
@@ -205,8 +217,9 @@ class SQLEnvSeedSessionRequest(BaseSeedSessionRequest):
 
 class SQLEnvVerifyResponse(BaseMultiRewardVerifyResponse):
     """`/verify`'s answer: `reward` is the episode's total reward (NeMo Gym's sum of its step
-    rewards); `reward_components` its parts (`correctness`, `progress`, `operational`), which add
-    up to it; the question played, whether it was answered and correctly, and the steps spent."""
+    rewards; with `scoring: grpo`, the score sqlenv's GRPO gives the episode); `reward_components`
+    its parts (`correctness`, `progress`, `operational`), which add up to it; the question played,
+    whether it was answered and correctly, and the steps spent."""
 
     question_id: str | None = None
     answered: bool = False
@@ -301,7 +314,8 @@ class SQLEnvResourcesServer(OpenEnvResourcesServer):
         return handler
 
     async def verify(self, request: Request, body: BaseVerifyRequest) -> SQLEnvVerifyResponse:  # type: ignore[override]
-        """The episode's reward (NeMo Gym's own sum of the step rewards) with its parts.
+        """The episode's reward (NeMo Gym's own sum of the step rewards, or under `scoring: grpo`
+        the score sqlenv's GRPO gives the episode) with its parts.
 
         Args:
             request: the HTTP request; its session cookie names the episode.
@@ -315,14 +329,16 @@ class SQLEnvResourcesServer(OpenEnvResourcesServer):
         facts: dict[str, Any] = {"reward_components": dict.fromkeys(REWARD_PARTS, 0.0)}
         if session is not None and isinstance(session.env, SQLEnvironment) and session.env.state.question_id:
             state = session.env.state
-            parts = (state.terminal_reward, state.progress_reward, state.operational_reward)
+            parts = episode_reward_parts(state, self.config.scoring, session.env.config.reward)
             facts = {
-                "reward_components": dict(zip(REWARD_PARTS, parts, strict=True)),
+                "reward_components": parts,
                 "question_id": state.question_id,
                 "answered": state.answered,
                 "correct": bool(state.correct),
                 "steps": state.step_count,
             }
+            if self.config.scoring == "grpo":
+                facts["reward"] = sum(parts.values())
         verified = await super().verify(request, body)  # the stock reward; closes the session
         return SQLEnvVerifyResponse.model_validate(verified.model_dump() | facts)
 
@@ -356,19 +372,11 @@ def task_rows(
         KeyError: a question id the dataset does not have.
     """
     settings = settings or EpisodeSettings()
-    environment = settings.environment()
-    ids = list(question_ids) if question_ids is not None else [r.question_id for r in environment.questions]
     tools = [_responses_tool(tool) for tool in settings.tools()]
-    rows = []
-    for question_id in ids:
-        messages = ChatEpisode(environment).start(question_id=question_id)
-        rows.append(
-            {
-                "question_id": question_id,
-                "responses_create_params": {"input": messages, "tools": tools},
-            }
-        )
-    return rows
+    return [
+        {"question_id": question_id, "responses_create_params": {"input": messages, "tools": tools}}
+        for question_id, messages in settings.opening_messages(question_ids)
+    ]
 
 
 def write_task_rows(

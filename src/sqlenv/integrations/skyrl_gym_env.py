@@ -6,7 +6,8 @@ messages, then `step(reply)` with each model reply until `done`. Here:
 
 - `env_config` (SkyRL's `environment.skyrl_gym.sqlenv` section) chooses the episodes:
   `dataset` (default `demo`), `split` (`train`), `spider_dir`, `answer_mode` (`value` or `sql`),
-  `show_schema` (false), `step_budget` (15) and `tools_in_prompt` (true);
+  `show_schema` (false), `step_budget` (15), `scoring` (`env`, or `grpo` to score an episode as
+  `sqlenv train grpo` does: `chat_episode`) and `tools_in_prompt` (true);
 - `extras` (a dataset row's other columns) names the question: `question_id`, or `seed` to draw
   one from the split; SkyRL's `max_turns`, when below the step budget, becomes the budget;
 - `init` ignores the row's prompt and returns sqlenv's own opening messages (the system message
@@ -17,7 +18,8 @@ messages, then `step(reply)` with each model reply until `done`. Here:
 - `step` reads the reply with sqlenv's reply reader (a call in `<tool_call>` tags, else a JSON
   object: `chat_episode.read_reply`), plays it, and returns the tool result as a `tool` message
   (the format-error feedback as a `user` message), the environment's step reward, `done`, and
-  in `metadata` the step's reward parts; the episode's rewards add up to sqlenv's total reward.
+  in `metadata` the step's reward parts; the episode's rewards add up to sqlenv's total reward
+  (with `scoring: grpo`, to the score sqlenv's GRPO gives the episode).
 
 `skyrl_rows(...)` writes dataset rows for SkyRL (`prompt`, `env_class`, `question_id`). Importing
 this module registers the environment (`register_sqlenv`); it needs the `skyrl` extra.
@@ -38,7 +40,7 @@ except ImportError as exc:  # the extra is not installed: say so before importin
     raise MissingExtraError(missing_extra_message("skyrl", "sqlenv.integrations.skyrl_gym_env")) from exc
 
 from sqlenv.config import DEFAULT_CONFIG
-from sqlenv.integrations.chat_episode import SETTINGS_DEFAULTS, ChatEpisode, EpisodeSettings, read_reply
+from sqlenv.integrations.chat_episode import SETTINGS_DEFAULTS, EpisodeSettings, read_reply
 
 __all__ = ["ENV_ID", "SQLEnvSkyRL", "register_sqlenv", "skyrl_rows"]
 
@@ -93,6 +95,7 @@ class SQLEnvSkyRL(BaseTextEnv):
             answer_mode=str(config["answer_mode"]),
             show_schema=config["show_schema"],  # EnvConfig refuses anything but true or false
             step_budget=budget,
+            scoring=config["scoring"],  # EpisodeSettings names a value that is not one of SCORINGS
         )
         if not isinstance(config["tools_in_prompt"], bool):
             raise ValueError(f"tools_in_prompt must be true or false, not {config['tools_in_prompt']!r}")
@@ -101,7 +104,7 @@ class SQLEnvSkyRL(BaseTextEnv):
         seed = extras.get("seed")
         self.seed: int | None = None if seed is None else int(seed)
         self.max_turns = self.settings.config.step_budget
-        self.episode = ChatEpisode(self.settings.environment())
+        self.episode = self.settings.episode()
 
     def init(self, prompt: Any = None) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Start the episode.
@@ -113,14 +116,8 @@ class SQLEnvSkyRL(BaseTextEnv):
             The system and question messages, and metadata: the question, database, answer
             mode, step budget and the tool definitions.
         """
-        messages = self.episode.start(question_id=self.question_id, seed=self.seed)
+        messages = self.prompt(self.episode.start(question_id=self.question_id, seed=self.seed))
         tools = self.settings.tools()
-        if self.tools_in_prompt:
-            listed = "\n".join(json.dumps(tool) for tool in tools)
-            messages[0] = {
-                **messages[0],
-                "content": messages[0]["content"] + _TOOLS_BLOCK.format(tools=listed),
-            }
         observation = self.episode.observation
         assert observation is not None
         return messages, {
@@ -130,6 +127,22 @@ class SQLEnvSkyRL(BaseTextEnv):
             "step_budget": self.settings.config.step_budget,
             "tools": tools,
         }
+
+    def prompt(self, opening: list[dict[str, str]]) -> list[dict[str, str]]:
+        """The messages `init` returns for an episode's opening messages: with `tools_in_prompt`,
+        the system message also lists the tools and the call format.
+
+        Args:
+            opening: the system and question messages (`ChatEpisode.start`).
+
+        Returns:
+            The messages, the opening left unchanged.
+        """
+        if not self.tools_in_prompt:
+            return list(opening)
+        listed = "\n".join(json.dumps(tool) for tool in self.settings.tools())
+        system = {**opening[0], "content": opening[0]["content"] + _TOOLS_BLOCK.format(tools=listed)}
+        return [system, *opening[1:]]
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         """Play one model reply.
@@ -211,12 +224,10 @@ def skyrl_rows(env_config: Mapping[str, Any] | None = None, env_id: str = ENV_ID
         One row per question, in the split's order.
     """
     env = SQLEnvSkyRL(env_config)
-    rows = []
-    for record in env.settings.load().split(env.settings.split):
-        env.question_id = record.question_id
-        messages, _ = env.init()
-        rows.append({"prompt": messages, "env_class": env_id, "question_id": record.question_id})
-    return rows
+    return [
+        {"prompt": env.prompt(opening), "env_class": env_id, "question_id": question_id}
+        for question_id, opening in env.settings.opening_messages()
+    ]
 
 
 register_sqlenv()

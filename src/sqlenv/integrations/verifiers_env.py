@@ -17,8 +17,8 @@ question of the chosen dataset and split:
 - the step budget is sqlenv's (`max_turns`): the episode ends with ANSWER or when it is spent;
 - the rubric's reward functions are the reward's three parts, `correctness` (the terminal
   reward), `progress` and `operational` (the shaping), weighted by `reward_weights` (default 1
-  each, so the reward is sqlenv's total reward); `correct`, `answered`, `steps` and
-  `format_errors` are metrics (weight 0).
+  each, so the reward is sqlenv's total reward, or with `scoring="grpo"` the score sqlenv's GRPO
+  gives the episode); `correct`, `answered`, `steps` and `format_errors` are metrics (weight 0).
 
 The environment is a `vf.MultiTurnEnv` rather than a `vf.StatefulToolEnv`: a tool env runs every
 call of a reply, answers a malformed call without spending a step, and ends the rollout at a reply
@@ -26,7 +26,7 @@ without a call, while a sqlenv episode plays one call per step and charges a ste
 is none. A reply is played as soon as the model gives it (`add_trajectory_step`), so the reply
 that spends the last step is played too, before `max_turns` would stop the rollout. A rollout the
 stack cuts short (its timeout, a prompt over the context) keeps the reward the episode earned so
-far, as the environment counts it.
+far, as the environment counts it (with `scoring="grpo"`, it scores as an unanswered episode).
 
 Needs the `verifiers` extra (verifiers 0.3.x).
 """
@@ -69,6 +69,7 @@ def load_environment(
     spider_dir: str | None = None,
     question_ids: Sequence[str] | None = None,
     reward_weights: Mapping[str, float] | None = None,
+    scoring: str = "env",
 ) -> SQLEnvVerifiers:
     """The sqlenv environment for verifiers (module docstring).
 
@@ -84,13 +85,15 @@ def load_environment(
         question_ids: play only these questions (those of each split, in the split's order; a
             split that holds none of them is left out).
         reward_weights: weights of `correctness`, `progress` and `operational` (default 1 each).
+        scoring: how an episode is scored (`chat_episode.SCORINGS`): "env", the environment's
+            reward; "grpo", as `sqlenv train grpo` scores it.
 
     Returns:
         The environment.
 
     Raises:
         ValueError: a bad argument (both splits None, an unknown reward part, a question in
-            neither split, a bad answer mode or budget).
+            neither split, a bad answer mode, budget or scoring).
         KeyError: an unknown split.
     """
     if split is None and eval_split is None:
@@ -102,6 +105,7 @@ def load_environment(
         answer_mode=answer_mode,
         show_schema=show_schema,
         step_budget=max_turns,
+        scoring=scoring,
     )
     loaded = settings.load()
     splits = [s for s in (split, eval_split) if s is not None]
@@ -131,15 +135,14 @@ def _rows_builder(settings: EpisodeSettings, split: str, wanted: list[str] | Non
     def build() -> Any:
         from datasets import Dataset as HFDataset
 
-        episode = ChatEpisode(settings.environment())
         keep = None if wanted is None else set(wanted)
+        records = [r for r in settings.load().split(split) if keep is None or r.question_id in keep]
+        openings = settings.opening_messages([r.question_id for r in records])
         rows = []
-        for record in settings.load().split(split):
-            if keep is not None and record.question_id not in keep:
-                continue
+        for record, (_, opening) in zip(records, openings, strict=True):
             rows.append(
                 {
-                    "prompt": episode.start(question_id=record.question_id),
+                    "prompt": opening,
                     "info": {
                         "question_id": record.question_id,
                         "db_id": record.db_id,
@@ -245,7 +248,7 @@ class SQLEnvVerifiers(vf.MultiTurnEnv):
 
     async def setup_state(self, state: State) -> State:
         """Start the row's episode; its opening must be the row's prompt."""
-        episode = ChatEpisode(self.settings.environment())
+        episode = self.settings.episode()
         question_id = state["info"]["question_id"]
         opening = episode.start(question_id=question_id)
         shown = [getattr(m, "content", None) for m in state["prompt"]]

@@ -11,7 +11,8 @@ instance lives for one call, so the episode cannot live in it. Here:
   `describe`, `sample`, `query` and `answer`. Their schemas are sqlenv's tool definitions
   (`sqlenv.agents.tools`) unless the YAML gives one. Their `config` chooses the episodes:
   `dataset` (default `demo`), `split` (`train`), `spider_dir`, `answer_mode` (`value`/`sql`),
-  `show_schema` (false), `step_budget` (15).
+  `show_schema` (false), `step_budget` (15), `scoring` (`env`, or `grpo` to score an episode as
+  `sqlenv train grpo` does: `chat_episode`).
 - The episode belongs to the trajectory: verl hands every call the trajectory's `AgentData`, and
   the first call of a trajectory starts a `ChatEpisode` on the question its dataset row names
   (`extra_info.tools_kwargs.<tool>.create_kwargs.question_id`, or `seed` to draw one), kept for as
@@ -24,7 +25,8 @@ instance lives for one call, so the episode cannot live in it. Here:
   correct) is in the trajectory's `extra_fields["sqlenv"]`, which verl passes to the reward
   function in `extra_info`; `compute_score` (`reward.custom_reward_function.path=
   pkg://sqlenv.integrations.verl_tools`, `name=compute_score`) pays the episode's total reward,
-  so a trajectory earns exactly what sqlenv's environment paid its steps.
+  so a trajectory earns exactly what sqlenv's environment paid its steps (with `scoring: grpo`,
+  the score sqlenv's GRPO gives the episode).
 - `verl_rows` / `write_verl_parquet`: dataset rows for verl's `RLHFDataset`: sqlenv's opening
   messages as `prompt`, `agent_name: tool_agent`, and the question id in every tool's
   `create_kwargs`.
@@ -99,6 +101,7 @@ def settings_from_config(config: Mapping[str, Any]) -> EpisodeSettings:
         answer_mode=str(values["answer_mode"]),
         show_schema=values["show_schema"],
         step_budget=values["step_budget"],
+        scoring=values["scoring"],
     )
 
 
@@ -216,7 +219,7 @@ class SQLEnvTool(BaseTool):
         trajectory = instance.trajectory if instance is not None else _BY_INSTANCE_ID.get(instance_id)
         if trajectory is None:
             return 0.0
-        return float(trajectory.episode.environment.state.total_reward)
+        return float(trajectory.episode.total_reward())
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         """Forget the instance. Under ToolAgentLoop the episode stays with its trajectory; without
@@ -234,7 +237,7 @@ class SQLEnvTool(BaseTool):
             trajectory = _BY_INSTANCE_ID.get(instance_id)
         if trajectory is None:
             question_id, seed = self._question(instance, agent_data)
-            episode = ChatEpisode(self.settings.environment())
+            episode = self.settings.episode()
             episode.start(question_id=question_id, seed=seed)
             trajectory = _Trajectory(episode=episode)
             if agent_data is not None:
@@ -332,11 +335,8 @@ def verl_rows(
         KeyError: a question id the dataset does not have.
     """
     settings = settings or EpisodeSettings()
-    environment = settings.environment()
-    ids = list(question_ids) if question_ids is not None else [r.question_id for r in environment.questions]
     rows = []
-    for index, question_id in enumerate(ids):
-        messages = ChatEpisode(environment).start(question_id=question_id)
+    for index, (question_id, messages) in enumerate(settings.opening_messages(question_ids)):
         tools_kwargs = {name: {"create_kwargs": {"question_id": question_id}} for name in TOOL_NAMES}
         rows.append(
             {

@@ -27,9 +27,12 @@ from pathlib import Path
 import yaml
 
 from sqlenv.data import DataError, Dataset, load_dataset
+from sqlenv.data.presets import PRESET_DESCRIPTIONS, PRESETS, SPIDER_PRESETS
 
-SPACE_DATASETS: tuple[str, ...] = ("demo", "spider10", "spider")
-SPIDER_DATASETS = frozenset({"spider10", "spider"})
+# Every preset can be served by a Space (a bring-your-own folder cannot: the image holds no data
+# but what it builds or downloads); a Spider preset's image downloads Spider while it is built.
+SPACE_DATASETS: tuple[str, ...] = PRESETS
+SPIDER_DATASETS: frozenset[str] = SPIDER_PRESETS
 APP_PORT = 8000  # the Dockerfile's `sqlenv serve --port`
 SPIDER_IN_IMAGE = "/data/spider"
 DEFAULT_TITLE = "sqlenv"
@@ -230,11 +233,7 @@ def space_readme(title: str, dataset: str, databases: int, counts: dict[str, int
         "tags": list(TAGS),
     }
     splits = ", ".join(f"{split} {n}" for split, n in counts.items())
-    served = {
-        "demo": "the demo set embedded in the package",
-        "spider10": "spider10, a subset of Spider 1.0",
-        "spider": "Spider 1.0 (its train databases for train and validation, its dev databases for eval)",
-    }[dataset]
+    served = PRESET_DESCRIPTIONS[dataset]
     spider_note = (
         ""
         if dataset not in SPIDER_DATASETS

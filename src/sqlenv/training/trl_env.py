@@ -10,9 +10,10 @@ episode is over (answered, or budget spent) every tool raises, which TRL shows t
 
 `SQLEnvTRL` adds `get_reward()` (the episode's total reward); TRL then scores rollouts with it on
 its own. A rollout that ends without an ANSWER scores as a wrong answer and keeps its shaping's
-penalties but not its payments (`SQLToolEnv._reward_parts` says why). For weighting the reward's
-parts separately, use `SQLToolEnv` (no `get_reward`) with `reward_correctness`, `reward_progress`
-and `reward_operational` as `reward_funcs`: with weights 1, 1, 1 they add up to `get_reward()`.
+penalties but not its payments (`sqlenv.env.rewards.scored_reward_parts` says why). For weighting
+the reward's parts separately, use `SQLToolEnv` (no `get_reward`) with `reward_correctness`,
+`reward_progress` and `reward_operational` as `reward_funcs`: with weights 1, 1, 1 they add up to
+`get_reward()`.
 
 An instance runs its episodes in-process (`SQLEnvironment`) or, given `url`, on a sqlenv server
 through one WebSocket session of its own.
@@ -24,9 +25,10 @@ import types
 from typing import Any
 
 from sqlenv.agents.tools import TOOL_NAMES, google_docstring, tool_call_to_action
-from sqlenv.config import DEFAULT_CONFIG, EnvConfig, RewardConfig
+from sqlenv.config import DEFAULT_CONFIG, EnvConfig
 from sqlenv.data import Dataset
 from sqlenv.env.models import SQLAction, SQLObservation
+from sqlenv.env.rewards import scored_reward_parts
 
 EPISODE_OVER = "The episode is over ({why}); no more tool calls are accepted."
 
@@ -151,13 +153,10 @@ class SQLToolEnv:
         return self._answered
 
     def _reward_parts(self) -> dict[str, float]:
-        """The episode's reward so far by part. An episode that ended without an ANSWER (the model
-        stopped calling tools, TRL's `max_tool_calling_iterations` cut it, or the step budget ran
-        out) is scored as a wrong answer and keeps its shaping's penalties but not its payments:
-        the shaping pays for exploration that leads to an answer. Were the payments kept,
-        exploring until the cut would out-earn a wrong answer given earlier, and a policy that
-        rarely answers correctly would learn to stop answering. So the same exploration scores
-        at least as much answered (wrongly) as unanswered."""
+        """The episode's reward so far by part, as GRPO scores it (`scored_reward_parts`): an
+        episode that ended without an ANSWER (the model stopped calling tools, TRL's
+        `max_tool_calling_iterations` cut it, or the step budget ran out) scores as a wrong answer
+        and keeps its shaping's penalties but not its payments."""
         return scored_reward_parts(
             answered=self._answered,
             terminal=self._terminal,
@@ -171,32 +170,6 @@ class SQLToolEnv:
         closer = getattr(self._env, "close", None)
         if closer is not None:
             closer()
-
-
-def scored_reward_parts(
-    *, answered: bool, terminal: float, progress: float, operational: float, reward: RewardConfig
-) -> dict[str, float]:
-    """The reward parts GRPO scores an episode with: the environment's own, except that an
-    episode that ended without an ANSWER scores as a wrong answer and keeps its shaping's
-    penalties but not its payments (`SQLToolEnv._reward_parts` says why).
-
-    Args:
-        answered: whether the episode ended with an ANSWER.
-        terminal: its terminal reward.
-        progress: its progress shaping, summed over its steps.
-        operational: its operational shaping, summed over its steps.
-        reward: the reward constants (the wrong answer's reward).
-
-    Returns:
-        {"correctness", "progress", "operational"}: the parts `REWARD_FUNCS` return.
-    """
-    if not answered:
-        return {
-            "correctness": reward.wrong_answer,
-            "progress": min(progress, 0.0),
-            "operational": min(operational, 0.0),
-        }
-    return {"correctness": terminal, "progress": progress, "operational": operational}
 
 
 # The tool docstrings come from the shared schema, so TRL renders the same tools as evaluation.
