@@ -16,6 +16,15 @@ the same rollouts and budgets; the first step of each is a warm-up and is not re
 sync into the engine (TRL's, or `sqlenv.training.vllm_colocate`'s on a CPU) is its own column,
 taken out of generation.
 
+`--loops trl,sqlenv` compares episode loops instead, the first the baseline: `grpo.loop: trl`
+(TRL's multi-turn tool loop over `environment_factory`) and `grpo.loop: sqlenv` (evaluation's own
+loop through TRL's `rollout_func`, `sqlenv.training.rollouts`), each on the config's engine and
+model (from `--init-from`). In the `sqlenv` loop generation is the rollout function's wall time
+less the environment's (its episodes step the environment between replies). Each loop is measured
+in a process of its own, started by this one: a colocated vLLM engine leaves a process group and
+TRL's RANK/WORLD_SIZE behind it, and a second trainer built in the same process would take itself
+for a distributed run.
+
 `--passes today,shared` compares training passes instead, the first the baseline: `trl` (TRL
 1.16's own), `today` (each forward call's rows sharing their prompt, every completion position
 projected: `training_timing.install_todays_pass`, the pass `grpo.shared_prompt` ran before) and
@@ -31,16 +40,20 @@ throughput measured in the same run on the model's layer shapes in the pass's co
 Run: .venv/bin/python benchmarks/bench_grpo_step.py --config configs/cpu-qwen0.5b.yaml
      --spider-dir ../shared/spider [--steps 2] [--threads N] [--set grpo.max_completion_length=512 ...]
      [--engines transformers,vllm --init-from runs/cpu-qwen0.5b/sft/final]
-     [--passes today,shared [--rollouts scripted]]
+     [--passes today,shared [--rollouts scripted]] [--loops trl,sqlenv --init-from ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
@@ -56,6 +69,7 @@ from training_timing import (
 )
 
 PASSES = ("trl", "today", "shared")
+LOOPS = ("trl", "sqlenv")
 
 
 class _Timer:
@@ -77,6 +91,27 @@ class _Timer:
     def take(self) -> float:
         spent, self.total = self.total, 0.0
         return spent
+
+
+class _Counter:
+    """Calls of the wrapped function since the last `take()` (thread-safe: episodes step in threads)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def wrap(self, function: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self.calls += 1
+            return function(*args, **kwargs)
+
+        return counted
+
+    def take(self) -> int:
+        with self._lock:
+            calls, self.calls = self.calls, 0
+        return calls
 
 
 class _PeakMemory:
@@ -134,6 +169,7 @@ def _measure(
     training_pass: str | None = None,
     scripted: bool = False,
     memory: _PeakMemory | None = None,
+    loop: str | None = None,
 ) -> list[dict[str, float]]:
     import torch
 
@@ -158,13 +194,15 @@ def _measure(
             **({"grpo.engine": engine} if engine else {}),
             **({"grpo.shared_prompt": training_pass == "shared"} if training_pass else {}),
             **({"grpo.engine": "transformers", "grpo.loop": "trl"} if scripted else {}),
+            **({"grpo.loop": loop} if loop else {}),
         }
         config = load_config(config_path, settings)
         environment, generation, sync, scoring, preparing, stepping = (_Timer() for _ in range(6))
         work: dict[str, list[int]] = {"trained": [0, 0, 0], "scored": [0, 0, 0]}
         originals = SQLEnvironment.reset, SQLEnvironment.step
         SQLEnvironment.reset = environment.wrap(SQLEnvironment.reset)  # type: ignore[method-assign]
-        SQLEnvironment.step = environment.wrap(SQLEnvironment.step)  # type: ignore[method-assign]
+        stepped = _Counter()
+        SQLEnvironment.step = environment.wrap(stepped.wrap(SQLEnvironment.step))  # type: ignore[method-assign]
         try:
             trainer = build_grpo_trainer(config)
             if training_pass == "today":
@@ -172,6 +210,9 @@ def _measure(
             if scripted:
                 ScriptedRollouts(trainer, load_dataset(config.dataset, config.spider_dir))
             trainer._generate_single_turn = generation.wrap(trainer._generate_single_turn)
+            rollout_timer = _Timer()  # the sqlenv loop's rollout function: replies and environment
+            if trainer.rollout_func is not None:
+                trainer.rollout_func = rollout_timer.wrap(trainer.rollout_func)
             if getattr(trainer, "vllm_generation", None) is not None:
                 vllm_generation = trainer.vllm_generation
                 vllm_generation.sync_weights = sync.wrap(vllm_generation.sync_weights)
@@ -195,7 +236,16 @@ def _measure(
 
             class Split(TrainerCallback):
                 def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
-                    for timer in (environment, generation, sync, scoring, preparing, stepping):
+                    for timer in (
+                        environment,
+                        generation,
+                        sync,
+                        scoring,
+                        preparing,
+                        stepping,
+                        rollout_timer,
+                        stepped,
+                    ):
                         timer.take()  # what happened before the step is not the step's
                     self.work = counted()
                     self.optimiser = 0.0
@@ -216,10 +266,15 @@ def _measure(
                     done = {
                         kind: [a - b for a, b in zip(now[kind], self.work[kind], strict=True)] for kind in now
                     }
+                    environment_spent = environment.take()
+                    # The TRL loop syncs inside its generation call; the sqlenv loop syncs before
+                    # its rollout function, which plays whole episodes (replies and environment).
+                    rolled = rollout_timer.take()
                     row = {
-                        "generation": generation.take() - synced,
+                        "generation": rolled - environment_spent if rolled else generation.take() - synced,
                         "sync": synced,
-                        "environment": environment.take(),
+                        "environment": environment_spent,
+                        "steps_played": float(stepped.take()),
                         "scoring": scored,
                         # training_step, less the generation and scoring its first call prepares
                         "training": stepping.take() - preparing.take(),
@@ -242,7 +297,9 @@ def _measure(
                     if logs and "completions/mean_length" in logs and rows:  # the step just ended
                         rollouts = config.grpo.batch_size * config.grpo.gradient_accumulation_steps
                         rows[-1]["tokens"] = float(logs["completions/mean_length"]) * rollouts
-                        rows[-1]["tool_calls"] = float(logs.get("tools/call_frequency", 0.0))
+                        # environment steps per rollout: the same count in both loops (TRL's
+                        # `tools/call_frequency` is the TRL loop's alone)
+                        rows[-1]["tool_calls"] = rows[-1].pop("steps_played") / rollouts
 
             trainer.add_callback(clock)
             trainer.add_callback(Split())
@@ -258,6 +315,20 @@ def _measure(
         if training_pass:
             row["rest"] -= row["pass"]
     return rows[1:]  # the first step warms up
+
+
+def _without_option(argv: list[str], option: str) -> list[str]:
+    """`argv` without `option` and its value (given as `--option V` or `--option=V`)."""
+    kept: list[str] = []
+    skip = False
+    for item in argv:
+        if skip:
+            skip = False
+        elif item == option:
+            skip = True
+        elif not item.startswith(option + "="):
+            kept.append(item)
+    return kept
 
 
 def main() -> None:
@@ -284,6 +355,10 @@ def main() -> None:
         "--passes", default=None, help=f"compare training passes ({', '.join(PASSES)}) on the config's model"
     )
     parser.add_argument(
+        "--loops", default=None, help=f"compare episode loops ({', '.join(LOOPS)}) on the config's model"
+    )
+    parser.add_argument("--rows-out", default=None, help=argparse.SUPPRESS)  # one loop's rows, for its parent
+    parser.add_argument(
         "--rollouts", choices=("generated", "scripted"), default="generated",
         help="scripted: fixed episodes against the real environment instead of generation (with --passes)",
     )  # fmt: skip
@@ -305,6 +380,16 @@ def main() -> None:
             "--rollouts scripted goes with --passes (it replaces the generation the other modes measure)"
         )
     memory = _PeakMemory()
+
+    def _measure_apart(loop: str) -> list[dict[str, float]]:
+        """One loop measured in a child process (the module docstring says why)."""
+        with tempfile.TemporaryDirectory() as scratch:
+            rows_file = Path(scratch) / "rows.json"
+            child = [sys.executable, __file__, *_without_option(sys.argv[1:], "--loops"), "--loops", loop,
+                     "--rows-out", str(rows_file)]  # fmt: skip
+            subprocess.run(child, check=True)
+            return json.loads(rows_file.read_text(encoding="utf-8"))
+
     if args.passes:
         passes = args.passes.split(",")
         unknown = sorted(set(passes) - set(PASSES))
@@ -315,6 +400,21 @@ def main() -> None:
                                                training_pass=name, scripted=scripted, memory=memory)
             for name in passes
         }  # fmt: skip
+        names = list(results)
+        args.baseline_model, model = names[0], names[-1]
+    elif args.loops:
+        loops = args.loops.split(",")
+        unknown = sorted(set(loops) - set(LOOPS))
+        if unknown:
+            raise SystemExit(f"--loops: unknown {unknown}; choose from {', '.join(LOOPS)}")
+        if args.rows_out:  # a child: one loop, its rows to the parent
+            (loop,) = loops
+            rows = _measure(
+                args.config, configured, args.steps, overrides, args.init_from, memory=memory, loop=loop
+            )
+            Path(args.rows_out).write_text(json.dumps(rows), encoding="utf-8")
+            return
+        results = {f"{configured} ({loop} loop)": _measure_apart(loop) for loop in loops}
         names = list(results)
         args.baseline_model, model = names[0], names[-1]
     elif args.engines:
@@ -362,7 +462,9 @@ def main() -> None:
             f"{name:<40}" + "".join(f"{mean(name, part):>12.3f}" for part in parts)
             + f"{mean(name, 'tokens'):>9.0f}{mean(name, 'tool_calls'):>7.2f}{mean(name, 'peak_gib'):>10.1f}"
         )  # fmt: skip
-    print("tokens: completion tokens of the step's rollouts (the model's); calls: tool calls per rollout")
+    print(
+        "tokens: completion tokens of the step's rollouts (the model's); calls: environment steps per rollout"
+    )
     if args.passes:
         print(
             "scoring: log-probabilities without gradients (reference model); training: the loss's forward and"
