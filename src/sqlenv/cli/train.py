@@ -79,17 +79,18 @@ def train_grpo(
     resume: ResumeOption = False,
     set_values: SetOption = None,
 ) -> None:
-    """GRPO through environment_factory, from the SFT model when the config enables SFT."""
+    """GRPO (its episode loop: `grpo.loop`), from the SFT model when the config enables SFT."""
     require_training_extra("sqlenv train grpo")
     from sqlenv.training.checkpoints import NoFinishedCheckpointError
-    from sqlenv.training.grpo import run_grpo
+    from sqlenv.training.grpo import is_main_process, run_grpo
 
     settings = _train_config(config, spider_dir, set_values)
     try:  # run_grpo finds the checkpoint before anything loads
         final = run_grpo(settings, resume=resume, console=console)
     except NoFinishedCheckpointError as exc:
         fail(str(exc))
-    console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
+    if is_main_process():  # under `accelerate launch` every process returns here; one says it
+        console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
 
 
 @train_app.command("pass-rates")

@@ -7,6 +7,7 @@ default). Paths in the file are relative to the working directory.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -64,6 +65,7 @@ class SFTSection:
 
 
 GRPO_LOOPS = ("sqlenv", "trl")
+VLLM_MODES = ("colocate", "server")  # TRL's vllm_mode values sqlenv runs
 
 
 @dataclass
@@ -124,6 +126,13 @@ class GRPOSection:
     # With vllm on a CPU: the engine's key/value cache in GiB (VLLM_CPU_KVCACHE_SPACE; None: that
     # variable, else 2). 8 rollouts of 2,300 tokens of Qwen2.5-0.5B in float32 need <= 0.45 GiB.
     vllm_cpu_kv_cache_gib: int | None = None
+    # With vllm: "colocate", an engine inside each trainer process (TRL's colocate mode,
+    # `training.vllm_colocate`); "server", one `vllm serve` process at `vllm_server_url` that every
+    # trainer process sends its rollouts to (TRL's server mode, `training.vllm_server`: the server
+    # must be started beforehand, docs/training.md "Several processes and a vLLM server").
+    vllm_mode: str = "colocate"
+    vllm_server_url: str = "http://127.0.0.1:8000"
+    vllm_server_timeout: float = 240.0  # seconds the trainer waits for the server to answer /health
     # Score each group's rollouts with their shared prompt computed once (`training.grpo_shared_prefix`):
     # TRL's log-probabilities and gradients, the prompt's forward and backward once per group.
     shared_prompt: bool = False
@@ -131,14 +140,27 @@ class GRPOSection:
     save_steps: int = 10
     lora: LoRASection = field(default_factory=LoRASection)
 
-    def questions_per_step(self) -> int:
-        """Questions one optimisation step plays: its rollouts (batch_size x
-        gradient_accumulation_steps, as TRL generates them) over num_generations per question."""
-        return self.batch_size * self.gradient_accumulation_steps // self.num_generations
+    def rollouts_per_step(self, processes: int | None = None) -> int:
+        """Rollouts one optimisation step plays: batch_size x gradient_accumulation_steps on each
+        of the training processes (TRL's generation batch: per device x processes x steps).
 
-    def questions_read(self) -> int:
+        Args:
+            processes: the training processes; None: `world_size()` (WORLD_SIZE, set by
+                `accelerate launch`/torchrun; 1 without it).
+
+        Returns:
+            The rollouts.
+        """
+        return self.batch_size * self.gradient_accumulation_steps * (processes or world_size())
+
+    def questions_per_step(self, processes: int | None = None) -> int:
+        """Questions one optimisation step plays: `rollouts_per_step` over num_generations per
+        question."""
+        return self.rollouts_per_step(processes) // self.num_generations
+
+    def questions_read(self, processes: int | None = None) -> int:
         """Questions the whole run plays: max_steps x `questions_per_step`."""
-        return self.max_steps * self.questions_per_step()
+        return self.max_steps * self.questions_per_step(processes)
 
 
 @dataclass
@@ -205,6 +227,22 @@ class TrainConfig:
         return self.model
 
 
+def world_size() -> int:
+    """The training processes of this run: WORLD_SIZE, which `accelerate launch` (torchrun) sets in
+    each process it starts; 1 when the run was started as one plain process.
+
+    Returns:
+        The number of processes.
+
+    Raises:
+        ValueError: WORLD_SIZE is set and is not a positive whole number.
+    """
+    value = os.environ.get("WORLD_SIZE", "1")
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"WORLD_SIZE: expected a positive whole number of processes, got {value!r}")
+    return int(value)
+
+
 def _build(cls: type, data: dict[str, Any], where: str) -> Any:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a mapping, got {type(data).__name__}")
@@ -243,11 +281,14 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     unknown_levels = sorted(set(config.grpo.curriculum) - set(DIFFICULTIES))
     if unknown_levels:
         raise ValueError(f"grpo.curriculum: unknown difficulty {unknown_levels}; known: {DIFFICULTIES}")
-    # TRL generates one batch of batch_size x gradient_accumulation_steps rollouts per step, whole groups.
-    rollouts = config.grpo.batch_size * config.grpo.gradient_accumulation_steps
+    # TRL generates one batch of batch_size x gradient_accumulation_steps rollouts per step and per
+    # process, whole groups (a group may be split between processes).
+    processes = world_size()
+    rollouts = config.grpo.rollouts_per_step(processes)
     if rollouts % config.grpo.num_generations:
+        across = f" x {processes} processes (WORLD_SIZE)" if processes > 1 else ""
         raise ValueError(
-            f"grpo.batch_size x grpo.gradient_accumulation_steps ({rollouts}) must be a multiple of "
+            f"grpo.batch_size x grpo.gradient_accumulation_steps{across} ({rollouts}) must be a multiple of "
             f"grpo.num_generations ({config.grpo.num_generations})"
         )
     for section in ("sft", "grpo"):
@@ -278,6 +319,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         raise ValueError("grpo.env_url: rollouts on a server need grpo.loop: trl (the sqlenv loop plays in-process)")
     if config.grpo.engine not in ("auto", *ENGINES):
         raise ValueError(f"grpo.engine: {config.grpo.engine!r} is not one of auto, {', '.join(ENGINES)}")
+    _check_parallel_grpo(config.grpo, processes)
     if config.grpo.loss_type not in LOSS_TYPES:
         raise ValueError(f"grpo.loss_type: {config.grpo.loss_type!r} is not one of {', '.join(LOSS_TYPES)}")
     if config.grpo.scale_rewards not in SCALE_REWARDS:
@@ -315,3 +357,34 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     if token_rate is not None and not (isinstance(token_rate, (int, float)) and token_rate > 0):
         raise ValueError(f"sft.lora.trainable_tokens_learning_rate: must be a positive number, got {token_rate!r}")
     return config
+
+
+def _check_parallel_grpo(grpo: GRPOSection, processes: int) -> None:
+    """Refuse the GRPO settings that cannot work with the vLLM server or with several processes."""
+    if grpo.vllm_mode not in VLLM_MODES:
+        raise ValueError(f"grpo.vllm_mode: {grpo.vllm_mode!r} is not one of {', '.join(VLLM_MODES)}")
+    if grpo.vllm_mode == "server":
+        if grpo.engine == "transformers":
+            raise ValueError(
+                "grpo.vllm_mode: server needs grpo.engine: vllm or auto, not transformers: the rollouts "
+                "are generated by the vLLM server"
+            )
+        if grpo.loop != "trl":
+            raise ValueError(
+                "grpo.vllm_mode: server needs grpo.loop: trl: the sqlenv loop plays its episodes on an "
+                "in-process engine, and with the server it would quietly generate them with transformers"
+            )
+        url = grpo.vllm_server_url
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(f"grpo.vllm_server_url: expected an http(s) URL, got {url!r}")
+        timeout = grpo.vllm_server_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise ValueError(
+                f"grpo.vllm_server_timeout: expected a positive number of seconds, got {timeout!r}"
+            )
+    if processes > 1 and grpo.shared_prompt:
+        raise ValueError(
+            f"grpo.shared_prompt: runs in one process only ({processes} processes here, WORLD_SIZE): its "
+            "backward pass runs outside the trainer's, so DistributedDataParallel would not average "
+            "its gradients across processes; set grpo.shared_prompt: false"
+        )

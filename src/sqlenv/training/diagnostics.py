@@ -27,6 +27,11 @@ The live callback (`sqlenv.training.live`) adds these to TRL's own logged number
 training reward, its correctness part, the gradient norm and the step's wall time) and writes them
 to `diagnostics.json` and `diagnostics.png` (`DIAGNOSTIC_PANELS`). `diagnostic_points` reads them
 back and `block_means` sums a run up by blocks of steps (`sqlenv train diagnostics`).
+
+Under several training processes each scores only its share of a step's rollouts, and a group can
+be split between two of them; `record` gathers every process's rows (in rank order, which is the
+step's order: TRL hands each process a contiguous slice) so that the groups are whole, and keeps
+them on the main process only, the one whose live callback writes.
 """
 
 from __future__ import annotations
@@ -158,6 +163,20 @@ def block_means(points: list[dict[str, Any]], every: int) -> list[dict[str, Any]
     return rows
 
 
+def _gathered(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    """Every training process's rows, in rank order, and whether this process keeps them (the main
+    one). One process: the rows as they are. Every process must call it for each scored batch: the
+    gather is a collective (each process's reward function scores each of its batches).
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return rows, True
+    parts: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, rows)
+    return [row for part in parts for row in part], dist.get_rank() == 0
+
+
 class RolloutDiagnostics:
     """Records every scored rollout and sums them up per step (module docstring)."""
 
@@ -215,6 +234,9 @@ class RolloutDiagnostics:
                     "question": env.question_id,
                 }
             )
+        rows, keep = _gathered(rows)
+        if not keep:
+            return
         with self._lock:
             self._batches.append(rows)
 

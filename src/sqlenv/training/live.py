@@ -22,6 +22,9 @@ With `keep_points_in` set, `heldout.json` and `diagnostics.json` are also writte
 Episodes are played with `LLMPolicy` on the model being trained, in the real environment: with
 transformers, or, when `reply_generator` is set (a GRPO run on TRL's colocated vLLM:
 `sqlenv.training.vllm_colocate.colocated_reply_generator`), on that engine with the current weights.
+Under several processes (`accelerate launch`) the main process alone does all of this: the
+transformers Trainer calls every process's callbacks, and the logs it passes are already the
+processes' together.
 """
 
 from __future__ import annotations
@@ -116,6 +119,8 @@ class LiveVisualizationCallback(TrainerCallback):
         """A new run measures its start on the held-out set (the curve's first point). A resumed
         run (`--resume`) starts from the run so far: the checkpoint's log history and the success
         and held-out points measured up to it, so the plots cover every step, not only the new ones."""
+        if not state.is_world_process_zero:  # one process writes and plays (module docstring)
+            return
         if state.global_step == 0:
             if model is not None and self.play_episodes and self.live.heldout_questions:
                 self.measure_heldout(model, 0)
@@ -138,6 +143,8 @@ class LiveVisualizationCallback(TrainerCallback):
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any
     ) -> None:
+        if not state.is_world_process_zero:
+            return
         if logs:
             self.logs.append(_numbers(logs, state.global_step))
             if self.diagnostics is not None and "reward" in logs:  # a training step's log
@@ -149,7 +156,7 @@ class LiveVisualizationCallback(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
         step = state.global_step
-        if model is None or not self.play_episodes:
+        if model is None or not self.play_episodes or not state.is_world_process_zero:
             return
         if self.live.transcript_every and step % self.live.transcript_every == 0:
             self.write_transcript(model, step)
@@ -160,6 +167,8 @@ class LiveVisualizationCallback(TrainerCallback):
 
     def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None, **_: Any) -> None:
         """The last held-out point (unless this step has one), the plots, and the log."""
+        if not state.is_world_process_zero:
+            return
         measured = {point["step"] for point in self.heldout}
         if model is not None and self.play_episodes and self.live.heldout_questions and state.global_step not in measured:
             self.measure_heldout(model, state.global_step)

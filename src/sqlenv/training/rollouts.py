@@ -41,9 +41,9 @@ from typing import Any
 from sqlenv.agents.episode_tokens import EpisodeTokens
 from sqlenv.config import DEFAULT_PROMPT_CONFIG, EnvConfig
 from sqlenv.data import Dataset
+from sqlenv.env.rewards import scored_reward_parts
 from sqlenv.evaluation.episodes import episode_seed, run_episode
 from sqlenv.evaluation.records import EpisodeRecord
-from sqlenv.training.trl_env import scored_reward_parts
 
 __all__ = ["EpisodeRollouts", "PlayedEpisode", "rollout_rows", "step_seed"]
 
@@ -179,14 +179,19 @@ class EpisodeRollouts:
         policy.record_logprobs = generator is not None
         return policy
 
-    def play(self, question_ids: list[str], policy: Any, seed: int) -> list[tuple[PlayedEpisode, EpisodeTokens]]:
+    def play(
+        self, question_ids: list[str], policy: Any, seed: int, *, first_index: int = 0
+    ) -> list[tuple[PlayedEpisode, EpisodeTokens]]:
         """Play one episode per question id (repeats allowed), episode i with
-        `episode_seed(seed, i)`, `parallel` at a time.
+        `episode_seed(seed, first_index + i)`, `parallel` at a time.
 
         Args:
             question_ids: the questions, in order.
             policy: the policy to clone for each episode (`policy()`).
             seed: the evaluation seed (`step_seed`).
+            first_index: the first episode's place in the step's rollouts: under several training
+                processes each plays a slice of them, and two slices of one group must not play
+                the same seeds.
 
         Returns:
             Each episode and its token ids, in the order of `question_ids`.
@@ -197,7 +202,7 @@ class EpisodeRollouts:
             index, question_id = job
             player = policy.clone(max_batch=self.parallel)
             env = SQLEnvironment(dataset=self.dataset, split=self.split, config=self.config)
-            record = run_episode(env, player, question_id, episode_seed(seed, index))
+            record = run_episode(env, player, question_id, episode_seed(seed, first_index + index))
             state = env.state
             if player.tokens is None:  # run_episode always asks for a first reply
                 raise RuntimeError(f"the rollout of {question_id} generated nothing")
@@ -244,7 +249,11 @@ class EpisodeRollouts:
         model.eval()
         try:
             policy = self.policy(trainer.processing_class, model, generator)
-            played = self.play(question_ids, policy, step_seed(self.seed, trainer.state.global_step))
+            # This process's slice of the step's rollouts starts at rank x its length (TRL hands
+            # each process an equal, contiguous slice).
+            first = trainer.accelerator.process_index * len(question_ids)
+            seed = step_seed(self.seed, trainer.state.global_step)
+            played = self.play(question_ids, policy, seed, first_index=first)
         finally:
             if was_training:
                 model.train()

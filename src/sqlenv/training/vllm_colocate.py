@@ -74,6 +74,7 @@ __all__ = [
     "PROBE_TOLERANCE",
     "TESTED_VERSIONS",
     "WeightSyncError",
+    "check_probe",
     "colocated_reply_generator",
     "cpu_sync_class",
     "engine_log_probs",
@@ -209,19 +210,11 @@ def cpu_sync_class() -> type:
         def _check_engine_follows_policy(self, dtype: str) -> None:
             started = time.perf_counter()
             engine, policy = self.probe_log_probs()
-            gap = mean_gap(engine, policy)
+            self.last_probe_gap = check_probe(
+                engine, policy, dtype, engine_name="the colocated vLLM engine",
+                hint="Some layer of the engine did not take the weights sent",
+            )  # fmt: skip
             self.last_check_s = time.perf_counter() - started
-            self.last_probe_gap = gap
-            tolerance = PROBE_TOLERANCE.get(dtype, PROBE_TOLERANCE["bfloat16"])
-            if not gap <= tolerance:  # NaN fails too
-                worst = max(range(len(engine)), key=lambda i: abs(engine[i] - policy[i]))
-                raise WeightSyncError(
-                    f"after the weight sync the colocated vLLM engine ({dtype}) does not compute with "
-                    f"the policy's weights: on a fixed text its token log-probabilities differ from "
-                    f"the policy's by {gap:.4f} nats a token on average (allowed {tolerance}); the "
-                    f"worst token, #{worst + 1}: engine {engine[worst]:.4f}, policy {policy[worst]:.4f}. "
-                    "Some layer of the engine did not take the weights sent"
-                )
 
     return CPUWeightSyncVLLMGeneration
 
@@ -288,6 +281,35 @@ def policy_log_probs(model: Any, ids: list[int]) -> list[float]:
 def mean_gap(first: list[float], second: list[float]) -> float:
     """The mean absolute difference of two equally long lists of log-probabilities (nats a token)."""
     return sum(abs(a - b) for a, b in zip(first, second, strict=True)) / len(first)
+
+
+def check_probe(engine: list[float], policy: list[float], dtype: str, *, engine_name: str, hint: str) -> float:
+    """Check that an engine computes the probe text's log-probabilities as the policy does.
+
+    Args:
+        engine: the engine's log-probabilities of the probe's tokens.
+        policy: the policy's, of the same tokens.
+        dtype: the engine's dtype (its tolerance in `PROBE_TOLERANCE`).
+        engine_name: the engine, as the error names it.
+        hint: the error's last sentence: what probably went wrong.
+
+    Returns:
+        The mean gap (nats a token).
+
+    Raises:
+        WeightSyncError: the gap is over the tolerance (or not a number).
+    """
+    gap = mean_gap(engine, policy)
+    tolerance = PROBE_TOLERANCE.get(dtype, PROBE_TOLERANCE["bfloat16"])
+    if not gap <= tolerance:  # NaN fails too
+        worst = max(range(len(engine)), key=lambda i: abs(engine[i] - policy[i]))
+        raise WeightSyncError(
+            f"after the weight sync {engine_name} ({dtype}) does not compute with the policy's "
+            f"weights: on a fixed text its token log-probabilities differ from the policy's by "
+            f"{gap:.4f} nats a token on average (allowed {tolerance}); the worst token, "
+            f"#{worst + 1}: engine {engine[worst]:.4f}, policy {policy[worst]:.4f}. {hint}"
+        )
+    return gap
 
 
 def _reload_and_account(worker: Any, weights: Any) -> dict[str, Any]:
