@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -42,11 +41,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import requests
 import yaml
 
 from sqlenv.training.config import load_config
-from sqlenv.training.vllm_server import server_command
+from sqlenv.training.vllm_server import running_server, server_command
 
 REPO = Path(__file__).resolve().parents[1]
 TWO_PROCESSES = REPO / "configs" / "accelerate" / "cpu-2proc.yaml"
@@ -83,44 +81,6 @@ class PeakMemory:
         self._stop.set()
         self._thread.join()
         return self.peak
-
-
-def start_server(model: str, port: int, log: Path) -> tuple[subprocess.Popen[bytes], PeakMemory]:
-    """The vLLM server on `model`, answering /health; its own process group (engine, worker)."""
-    argv, environment = server_command(model, port=port)
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            argv,
-            env={**os.environ, **environment},
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    memory = PeakMemory(process.pid)
-    deadline = time.monotonic() + 900
-    while True:
-        if process.poll() is not None:
-            raise SystemExit(f"the vLLM server exited ({process.returncode}); see {log}")
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                return process, memory
-        except requests.ConnectionError:
-            pass
-        if time.monotonic() > deadline:
-            stop_server(process)
-            raise SystemExit(f"the vLLM server did not answer in 900 s; see {log}")
-        time.sleep(2)
-
-
-def stop_server(process: subprocess.Popen[bytes]) -> None:
-    """Stop the server's process group (the server, its engine and worker), by its id."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def run(name: str, command: list[str], out: Path) -> dict[str, Any]:
@@ -210,10 +170,10 @@ def main() -> None:
     server_log = out / "server.log"
     print(f"[server] {init} on port {args.port}", flush=True)
     started = time.perf_counter()
-    server, server_memory = start_server(str(Path(init).resolve()), args.port, server_log)
-    print(f"[server] answering after {time.perf_counter() - started:.0f} s", flush=True)
-    seen = 0
-    try:
+    argv, environment = server_command(str(Path(init).resolve()), port=args.port)
+    with running_server(argv, environment, url=url, log=server_log) as server:
+        print(f"[server] answering after {time.perf_counter() - started:.0f} s", flush=True)
+        server_memory = PeakMemory(server.pid)
         _, seen = server_requests(server_log, 0)
         results["one"] = run("one", [sys.executable, *train("one")], out)
         results["one"]["requests"], seen = server_requests(server_log, seen)
@@ -223,9 +183,7 @@ def main() -> None:
         ]  # fmt: skip
         results["two"] = run("two", two, out)
         results["two"]["requests"], seen = server_requests(server_log, seen)
-    finally:
-        stop_server(server)
-        server_peak = server_memory.stop()
+    server_peak = server_memory.stop()
     if args.colocate:
         results["colocate"] = run(
             "colocate", [sys.executable, *train("colocate", "--set", "grpo.vllm_mode=colocate")], out

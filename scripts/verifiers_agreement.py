@@ -93,9 +93,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -436,9 +433,9 @@ def vllm_server(model: str, dtype: str, max_model_len: int, log: Path, ready_s: 
         Its base URL (`http://127.0.0.1:PORT`).
 
     Raises:
-        RuntimeError: it exited or did not answer /health in time (the log's end is quoted).
+        ServerStartError: it exited or did not answer /health in time (the log's end is quoted).
     """
-    from sqlenv.training.vllm_server import server_command
+    from sqlenv.training.vllm_server import running_server, server_command
 
     port = free_port()
     argv, extra = server_command(
@@ -452,48 +449,10 @@ def vllm_server(model: str, dtype: str, max_model_len: int, log: Path, ready_s: 
     # and 128): a prompt is then prefilled in the same chunks on both paths.
     argv += ["--max-num-batched-tokens", "4096", "--max-num-seqs", "256"]
     extra.pop("VLLM_SERVER_DEV_MODE", None)  # the weight-sync endpoints: not needed to serve
-    environment = {**os.environ, **extra}
     url = f"http://127.0.0.1:{port}"
     print(f"starting vLLM's server on {url} ({dtype}); its log: {log}", flush=True)
-    with log.open("w", encoding="utf-8") as out:
-        # Its own session, so that stopping it stops its engine process too.
-        server = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env=environment, start_new_session=True
-        )
-        try:
-            _wait_for_health(url, server, log, ready_s)
-            yield url
-        finally:
-            _stop(server)
-
-
-def _wait_for_health(url: str, server: subprocess.Popen[bytes], log: Path, ready_s: float) -> None:
-    deadline = time.monotonic() + ready_s
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"vLLM's server exited with {server.returncode}:\n{_tail(log)}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(2)
-    raise RuntimeError(f"vLLM's server did not answer {url}/health within {ready_s:.0f} s:\n{_tail(log)}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop a process started in its own session, and the processes it started."""
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    with running_server(argv, extra, url=url, log=log, ready_s=ready_s):
+        yield url
 
 
 def _tail(log: Path, lines: int = 40) -> str:
@@ -506,6 +465,8 @@ def _tail(log: Path, lines: int = 40) -> str:
 def _run_logged(command: list[str], log: Path, environment: Mapping[str, str]) -> None:
     """Run a command with its output in `log`; a failure quotes the log's end. Interrupted, the
     command is stopped with the processes it started (vf-eval's env-server worker, vLLM's engine)."""
+    from sqlenv.training.vllm_server import stop_process_group
+
     print(f"running: {' '.join(command)}\n  its log: {log}", flush=True)
     with log.open("w", encoding="utf-8") as out:
         process = subprocess.Popen(
@@ -514,7 +475,7 @@ def _run_logged(command: list[str], log: Path, environment: Mapping[str, str]) -
         try:
             process.wait()
         finally:
-            _stop(process)
+            stop_process_group(process)
     if process.returncode != 0:
         raise RuntimeError(f"{command[0]} failed with {process.returncode}:\n{_tail(log)}")
 

@@ -16,11 +16,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,48 +48,19 @@ def _free_port() -> int:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """(the server's URL, the model folder it serves)."""
     require_vllm()
-    import requests
-
     from sqlenv.agents.local_models import smollm2_checkpoint
-    from sqlenv.training.vllm_server import server_command
+    from sqlenv.training.vllm_server import ServerStartError, running_server, server_command
 
     model = str(smollm2_checkpoint())
     port = _free_port()
     argv, environment = server_command(model, port=port)
-    log = tmp_path_factory.mktemp("vllm-server") / "server.log"
-    with log.open("wb") as sink:
-        # Its own process group: vLLM starts an engine and a worker process beside the server.
-        process = subprocess.Popen(
-            argv,
-            env={**os.environ, **environment},
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
     url = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("vllm-server") / "server.log"
     try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the vLLM server exited ({process.returncode}):\n{log.read_text()[-3000:]}")
-            try:
-                if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"the vLLM server did not answer in {SERVER_START_S} s:\n{log.read_text()[-3000:]}"
-                )
-            time.sleep(2)
-        yield url, model
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        with running_server(argv, environment, url=url, log=log, ready_s=SERVER_START_S):
+            yield url, model
+    except ServerStartError as error:
+        pytest.fail(f"the vLLM server did not start: {error}")
 
 
 def _load(model_dir: str) -> tuple[Any, Any]:

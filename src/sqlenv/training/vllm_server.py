@@ -43,20 +43,29 @@ This module must stay cheap to import without TRL: the server process imports it
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
+import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "RELOAD_METHOD",
+    "ServerStartError",
     "WeightReloadExtension",
     "prepare_server_vllm",
+    "running_server",
     "server_command",
     "server_generation_class",
     "server_log_probs",
+    "stop_process_group",
     "weights_file_dir",
 ]
 
@@ -127,6 +136,97 @@ def server_command(
         "VLLM_CPU_OMP_THREADS_BIND": cores or f"0-{(os.cpu_count() or 1) - 1}",
     }
     return argv, environment
+
+
+class ServerStartError(RuntimeError):
+    """A server started by `running_server` exited, or did not answer `/health` in time."""
+
+
+@contextlib.contextmanager
+def running_server(
+    argv: list[str],
+    environment: Mapping[str, str],
+    *,
+    url: str,
+    log: Path,
+    ready_s: float = 900.0,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A server process for the `with` block: started in a session of its own (vLLM starts an
+    engine and a worker process beside it, and stopping the group stops them too), waited on until
+    `GET {url}/health` answers 200, stopped on leaving the block, however it is left.
+
+    Args:
+        argv: the command (`server_command`'s, with any options added).
+        environment: the variables to add to this process's environment.
+        url: the server's base URL (`http://127.0.0.1:PORT`).
+        log: the file its output goes to.
+        ready_s: how long to wait for `/health`.
+
+    Yields:
+        The server's process (its id is the process group's).
+
+    Raises:
+        ServerStartError: it exited before answering, or did not answer within `ready_s` (the
+            log's last lines are quoted).
+    """
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            argv,
+            env={**os.environ, **environment},
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_for_health(url, process, log, ready_s)
+        yield process
+    finally:
+        stop_process_group(process)
+
+
+def _wait_for_health(url: str, process: subprocess.Popen[bytes], log: Path, ready_s: float) -> None:
+    deadline = time.monotonic() + ready_s
+    while True:
+        if process.poll() is not None:
+            raise ServerStartError(f"the server exited with {process.returncode}:\n{_log_tail(log)}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass  # not listening yet
+        if time.monotonic() > deadline:
+            raise ServerStartError(
+                f"the server did not answer {url}/health within {ready_s:.0f} s:\n{_log_tail(log)}"
+            )
+        time.sleep(2)
+
+
+def _log_tail(log: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def stop_process_group(process: subprocess.Popen[bytes], *, grace_s: float = 60.0) -> None:
+    """Stop a process started in a session of its own, and every process it started: SIGTERM to
+    the group, SIGKILL after `grace_s`. A process that has already exited is left alone.
+
+    Args:
+        process: the process (its id is its group's).
+        grace_s: how long to wait after SIGTERM.
+    """
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 class WeightReloadExtension:
