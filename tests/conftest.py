@@ -18,6 +18,34 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # a minute or more, which only the tests of the vLLM engine should pay. (Subprocesses inherit it.)
 os.environ.setdefault("SQLENV_ENGINE", "transformers")
 
+# The test files that train or load a language model with an engine beside it: the heaviest in time
+# and memory (up to ~14 GB each). Under pytest-xdist they form one group, run one after the other
+# by one worker, while the other worker runs the rest (scripts/test.sh: `-n 2 --dist loadgroup`).
+MODEL_FILES = frozenset(
+    {
+        "test_grpo_shared_prefix.py",
+        "test_rollouts.py",
+        "test_training_smoke.py",
+        "test_vllm_colocate.py",
+        "test_vllm_engine.py",
+        "test_vllm_server.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist with `--dist loadgroup`: every test file is a group of its own (run whole
+    by one worker, so its module fixtures, an SFT run or a server or an image build, are made once),
+    except the files of `MODEL_FILES`, which share one group, put first so that its worker starts on
+    the longest chain at once. Without xdist the order and the markers change nothing."""
+    if not getattr(config.option, "numprocesses", None):
+        return
+    for item in items:
+        name = Path(str(item.path)).name
+        item.add_marker(pytest.mark.xdist_group("models" if name in MODEL_FILES else name))
+    # A stable sort: the files keep their order within each part.
+    items.sort(key=lambda item: Path(str(item.path)).name not in MODEL_FILES)
+
 
 def require_vllm() -> None:
     """Skip where vLLM is not installed, saying why; a failure where SQLENV_REQUIRE_VLLM is set (CI)."""
