@@ -9,6 +9,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,8 +20,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("SQLENV_ENGINE", "transformers")
 
 # The test files that train or load a language model with an engine beside it: the heaviest in time
-# and memory (up to ~14 GB each). Under pytest-xdist they form one group, run one after the other
-# by one worker, while the other worker runs the rest (scripts/test.sh: `-n 2 --dist loadgroup`).
+# and memory (up to ~14 GB each). Under pytest-xdist (scripts/test.sh: `-n 2`) they form one unit of
+# work, run one after the other by one worker, while the other worker runs the rest.
 MODEL_FILES = frozenset(
     {
         "test_grpo_shared_prefix.py",
@@ -33,18 +34,32 @@ MODEL_FILES = frozenset(
 )
 
 
+def _work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to under xdist: "models" for `MODEL_FILES`, else its file."""
+    path = nodeid.split("::", 1)[0]
+    return "models" if Path(path).name in MODEL_FILES else path
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # an xdist hook (absent without xdist), before its own
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling with `_work_unit` as the scope: every test file whole on one worker
+    (its module fixtures, an SFT run or a server or an image build, are made once) and the model
+    files together. (`--dist loadgroup` with `xdist_group` marks would say the same, but xdist marks
+    the groups by rewriting test ids, which pytest 9 no longer lets a plugin do.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModelFilesTogether(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return _work_unit(nodeid)
+
+    return ModelFilesTogether(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist with `--dist loadgroup`: every test file is a group of its own (run whole
-    by one worker, so its module fixtures, an SFT run or a server or an image build, are made once),
-    except the files of `MODEL_FILES`, which share one group, put first so that its worker starts on
-    the longest chain at once. Without xdist the order and the markers change nothing."""
-    if not getattr(config.option, "numprocesses", None):
-        return
-    for item in items:
-        name = Path(str(item.path)).name
-        item.add_marker(pytest.mark.xdist_group("models" if name in MODEL_FILES else name))
-    # A stable sort: the files keep their order within each part.
-    items.sort(key=lambda item: Path(str(item.path)).name not in MODEL_FILES)
+    """In an xdist worker, the model files first (a stable sort), so that one worker starts on the
+    longest chain of work at once; the scheduler hands out units in this order."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: _work_unit(item.nodeid) != "models")
 
 
 def require_vllm() -> None:
