@@ -4,7 +4,6 @@ worker), one that exits at once, and one that never answers."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from conftest import free_port
 from sqlenv.training.vllm_server import ServerStartError, running_server, stop_process_group
 
 # A server with a child process (`sleep`), as vLLM has; /health answers 200 once it listens.
@@ -28,12 +28,6 @@ class Health(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"ok")
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health).serve_forever()
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _child_pid(log: Path) -> int:
@@ -51,7 +45,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_serves_inside_the_block_and_stops_the_whole_group_after(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "server.log"
     with running_server(
@@ -69,7 +63,7 @@ def test_serves_inside_the_block_and_stops_the_whole_group_after(tmp_path: Path)
 
 
 def test_stops_the_server_when_the_block_raises(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     with (
         pytest.raises(KeyError),
@@ -86,7 +80,7 @@ def test_a_server_that_exits_is_reported_with_its_log(tmp_path: Path) -> None:
     with (
         pytest.raises(ServerStartError, match=r"exited with 3:\n.*bad option --x"),
         running_server(
-            argv, {}, url=f"http://127.0.0.1:{_free_port()}", log=tmp_path / "server.log", ready_s=60
+            argv, {}, url=f"http://127.0.0.1:{free_port()}", log=tmp_path / "server.log", ready_s=60
         ),
     ):
         pytest.fail("the block must not run")
@@ -98,7 +92,7 @@ def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path: Path) ->
     with (
         pytest.raises(ServerStartError, match=r"did not answer .*/health within 3 s:\n.*loading"),
         running_server(
-            argv, {}, url=f"http://127.0.0.1:{_free_port()}", log=tmp_path / "server.log", ready_s=3
+            argv, {}, url=f"http://127.0.0.1:{free_port()}", log=tmp_path / "server.log", ready_s=3
         ),
     ):
         pytest.fail("the block must not run")
