@@ -9,7 +9,6 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,48 +17,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # Local models generate with transformers unless a test asks for vLLM by name: starting vLLM takes
 # a minute or more, which only the tests of the vLLM engine should pay. (Subprocesses inherit it.)
 os.environ.setdefault("SQLENV_ENGINE", "transformers")
-
-# The test files that train or load a language model with an engine beside it: the heaviest in time
-# and memory (up to ~14 GB each). Under pytest-xdist (scripts/test.sh: `-n 2`) they form one unit of
-# work, run one after the other by one worker, while the other worker runs the rest.
-MODEL_FILES = frozenset(
-    {
-        "test_grpo_shared_prefix.py",
-        "test_rollouts.py",
-        "test_training_smoke.py",
-        "test_vllm_colocate.py",
-        "test_vllm_engine.py",
-        "test_vllm_server.py",
-    }
-)
-
-
-def _work_unit(nodeid: str) -> str:
-    """The unit of work a test belongs to under xdist: "models" for `MODEL_FILES`, else its file."""
-    path = nodeid.split("::", 1)[0]
-    return "models" if Path(path).name in MODEL_FILES else path
-
-
-@pytest.hookimpl(optionalhook=True, tryfirst=True)  # an xdist hook (absent without xdist), before its own
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's scope scheduling with `_work_unit` as the scope: every test file whole on one worker
-    (its module fixtures, an SFT run or a server or an image build, are made once) and the model
-    files together. (`--dist loadgroup` with `xdist_group` marks would say the same, but xdist marks
-    the groups by rewriting test ids, which pytest 9 no longer lets a plugin do.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ModelFilesTogether(LoadScopeScheduling):  # type: ignore[misc]
-        def _split_scope(self, nodeid: str) -> str:
-            return _work_unit(nodeid)
-
-    return ModelFilesTogether(config, log)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In an xdist worker, the model files first (a stable sort), so that one worker starts on the
-    longest chain of work at once; the scheduler hands out units in this order."""
-    if hasattr(config, "workerinput"):
-        items.sort(key=lambda item: _work_unit(item.nodeid) != "models")
 
 
 def require_vllm() -> None:
