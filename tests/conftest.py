@@ -17,6 +17,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # Local models generate with transformers unless a test asks for vLLM by name: starting vLLM takes
 # a minute or more, which only the tests of the vLLM engine should pay. (Subprocesses inherit it.)
 os.environ.setdefault("SQLENV_ENGINE", "transformers")
+# vLLM engines skip compiling their model graph: on a 2-core CPU that takes 80-120 s per engine
+# against 12 s eager, and the suite starts more than ten. One test (test_vllm_engine.py's
+# token-for-token comparison) runs the compiled default, as users get it.
+os.environ.setdefault("SQLENV_VLLM_EAGER", "1")
 
 
 def require_vllm() -> None:

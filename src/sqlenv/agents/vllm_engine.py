@@ -26,6 +26,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from sqlenv.agents.batched_generation import GenerationRequest, GenerationResult
+from sqlenv.settings import vllm_eager_from_environment
 
 __all__ = ["VLLMEngine", "configure_vllm_environment", "shared_vllm_engine"]
 
@@ -81,7 +82,7 @@ class VLLMEngine:
         dtype: str,
         max_model_len: int,
         seed: int = 0,
-        enforce_eager: bool = False,
+        enforce_eager: bool | None = None,
     ) -> VLLMEngine:
         """Start vLLM on a local checkpoint.
 
@@ -91,7 +92,8 @@ class VLLMEngine:
             dtype: `bfloat16` or `float32` (`sqlenv.agents.devices.native_bf16` decides).
             max_model_len: the longest prompt plus reply a request may have.
             seed: vLLM's seed (sampled requests carry their own seeds too).
-            enforce_eager: skip vLLM's graph compilation (starts faster, decodes slower).
+            enforce_eager: skip vLLM's graph compilation (starts faster, can decode slower);
+                None: as $SQLENV_VLLM_EAGER says (default no).
 
         Returns:
             The engine; its driver thread starts with the first request.
@@ -99,6 +101,8 @@ class VLLMEngine:
         configure_vllm_environment()
         from vllm import LLM
 
+        if enforce_eager is None:
+            enforce_eager = vllm_eager_from_environment()
         llm = LLM(
             model=model_dir,
             dtype=dtype,

@@ -66,6 +66,8 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from sqlenv.settings import vllm_eager_from_environment
+
 if TYPE_CHECKING:
     from sqlenv.agents.engines import ReplyGenerator
 
@@ -444,7 +446,10 @@ def _build_llm(llm_class: type, *args: Any, dtype: str, cpu_kv_cache_gib: int | 
     """`llm_class(*args, dtype=dtype, **kwargs)`, with `VLLM_CPU_KVCACHE_SPACE` set to
     `cpu_kv_cache_gib` while it is built: vLLM's CPU platform reads the cache size from that
     variable (over any `kv_cache_memory_bytes`) as the engine's config is made, and the variable
-    is put back afterwards so that other engines in this process keep their own size."""
+    is put back afterwards so that other engines in this process keep their own size. With
+    $SQLENV_VLLM_EAGER=1 the engine skips compiling its model graph, as sqlenv's own engines do."""
+    if vllm_eager_from_environment():
+        kwargs.setdefault("enforce_eager", True)
     if cpu_kv_cache_gib is None:
         return llm_class(*args, dtype=dtype, **kwargs)
     before = os.environ.get(_KV_CACHE_VARIABLE)
@@ -484,7 +489,7 @@ def prepare_colocated_vllm(dtype: str, *, cpu_kv_cache_gib: int | None = None) -
     import trl.trainer.grpo_trainer as grpo_trainer
     import vllm
 
-    # TRL builds the LLM itself: give it the dtype (and the cache size) and nothing else. Keep
+    # TRL builds the LLM itself: give it the dtype, the cache size and eager mode (where asked), nothing else. Keep
     # vLLM's own class as the base so a second call does not wrap the wrapper.
     generation.LLM = functools.partial(_build_llm, vllm.LLM, dtype=dtype, cpu_kv_cache_gib=cpu_kv_cache_gib)
     grpo_trainer.VLLMGeneration = cpu_sync_class()

@@ -56,6 +56,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from sqlenv.settings import vllm_eager_from_environment
+
 __all__ = [
     "RELOAD_METHOD",
     "ServerStartError",
@@ -85,6 +87,7 @@ def server_command(
     max_model_len: int = 2_048,
     cpu_kv_cache_gib: int = 1,
     cores: str | None = None,
+    enforce_eager: bool | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The command and environment that start a `vllm serve` process this module can use on a CPU
     (what docs/training.md shows): development endpoints on, the reload extension loaded, the
@@ -101,6 +104,8 @@ def server_command(
         cpu_kv_cache_gib: its key/value cache in GiB.
         cores: the cores its threads are bound to (VLLM_CPU_OMP_THREADS_BIND, e.g. "0-1");
             None: all of them.
+        enforce_eager: skip vLLM's graph compilation (starts faster, can decode slower);
+            None: as $SQLENV_VLLM_EAGER says (default no).
 
     Returns:
         (argv, the environment variables to add to the caller's).
@@ -129,6 +134,8 @@ def server_command(
         "--worker-extension-cls",
         f"{WeightReloadExtension.__module__}.{WeightReloadExtension.__qualname__}",
     ]
+    if vllm_eager_from_environment() if enforce_eager is None else enforce_eager:
+        argv.append("--enforce-eager")
     environment = {
         "VLLM_SERVER_DEV_MODE": "1",  # /collective_rpc and /reset_prefix_cache
         "VLLM_CPU_KVCACHE_SPACE": str(cpu_kv_cache_gib),
