@@ -35,7 +35,9 @@ the three are the training pass. Beside each pass: its FLOPs, counted from the t
 the model's shape (`training_timing.ModelShape`), and its bound, those FLOPs at the matmul
 throughput measured in the same run on the model's layer shapes in the pass's compute type.
 `--rollouts scripted` replaces generation with fixed episodes played against the real environment
-(`training_timing.ScriptedRollouts`: the same rollouts for every pass, no engine loaded).
+(`training_timing.ScriptedRollouts`: the same rollouts for every pass, no engine loaded, all
+passes in this process); with generated rollouts each pass is measured in a process of its own
+beside its own engine, as the loops are.
 
 Run: .venv/bin/python benchmarks/bench_grpo_step.py --config configs/cpu-qwen0.5b.yaml
      --spider-dir ../shared/spider [--steps 2] [--threads N] [--set grpo.max_completion_length=512 ...]
@@ -357,7 +359,7 @@ def main() -> None:
     parser.add_argument(
         "--loops", default=None, help=f"compare episode loops ({', '.join(LOOPS)}) on the config's model"
     )
-    parser.add_argument("--rows-out", default=None, help=argparse.SUPPRESS)  # one loop's rows, for its parent
+    parser.add_argument("--rows-out", default=None, help=argparse.SUPPRESS)  # a child's rows, for its parent
     parser.add_argument(
         "--rollouts", choices=("generated", "scripted"), default="generated",
         help="scripted: fixed episodes against the real environment instead of generation (with --passes)",
@@ -381,11 +383,11 @@ def main() -> None:
         )
     memory = _PeakMemory()
 
-    def _measure_apart(loop: str) -> list[dict[str, float]]:
-        """One loop measured in a child process (the module docstring says why)."""
+    def _measure_apart(option: str, value: str) -> list[dict[str, float]]:
+        """One loop or pass measured in a child process (the module docstring says why)."""
         with tempfile.TemporaryDirectory() as scratch:
             rows_file = Path(scratch) / "rows.json"
-            child = [sys.executable, __file__, *_without_option(sys.argv[1:], "--loops"), "--loops", loop,
+            child = [sys.executable, __file__, *_without_option(sys.argv[1:], option), option, value,
                      "--rows-out", str(rows_file)]  # fmt: skip
             subprocess.run(child, check=True)
             return json.loads(rows_file.read_text(encoding="utf-8"))
@@ -395,11 +397,20 @@ def main() -> None:
         unknown = sorted(set(passes) - set(PASSES))
         if unknown:
             raise SystemExit(f"--passes: unknown {unknown}; choose from {', '.join(PASSES)}")
-        results = {
-            f"{configured} ({name})": _measure(args.config, configured, args.steps, overrides, args.init_from,
-                                               training_pass=name, scripted=scripted, memory=memory)
-            for name in passes
-        }  # fmt: skip
+        if args.rows_out:  # a child: one pass, its rows to the parent
+            (name,) = passes
+            rows = _measure(args.config, configured, args.steps, overrides, args.init_from,
+                            training_pass=name, memory=memory)  # fmt: skip
+            Path(args.rows_out).write_text(json.dumps(rows), encoding="utf-8")
+            return
+        if scripted:  # no engine: every pass in this process, on the same scripted rollouts
+            results = {
+                f"{configured} ({name})": _measure(args.config, configured, args.steps, overrides, args.init_from,
+                                                   training_pass=name, scripted=True, memory=memory)
+                for name in passes
+            }  # fmt: skip
+        else:  # generated: each pass beside an engine of its own, in a child process
+            results = {f"{configured} ({name})": _measure_apart("--passes", name) for name in passes}
         names = list(results)
         args.baseline_model, model = names[0], names[-1]
     elif args.loops:
@@ -414,7 +425,7 @@ def main() -> None:
             )
             Path(args.rows_out).write_text(json.dumps(rows), encoding="utf-8")
             return
-        results = {f"{configured} ({loop} loop)": _measure_apart(loop) for loop in loops}
+        results = {f"{configured} ({loop} loop)": _measure_apart("--loops", loop) for loop in loops}
         names = list(results)
         args.baseline_model, model = names[0], names[-1]
     elif args.engines:
