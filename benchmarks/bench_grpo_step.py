@@ -397,18 +397,16 @@ def main() -> None:
         unknown = sorted(set(passes) - set(PASSES))
         if unknown:
             raise SystemExit(f"--passes: unknown {unknown}; choose from {', '.join(PASSES)}")
-        if args.rows_out:  # a child: one pass, its rows to the parent
-            (name,) = passes
-            rows = _measure(args.config, configured, args.steps, overrides, args.init_from,
-                            training_pass=name, memory=memory)  # fmt: skip
-            Path(args.rows_out).write_text(json.dumps(rows), encoding="utf-8")
-            return
-        if scripted:  # no engine: every pass in this process, on the same scripted rollouts
+        if args.rows_out or scripted:  # in this process: a child's one pass, or every scripted pass (no engine)
             results = {
                 f"{configured} ({name})": _measure(args.config, configured, args.steps, overrides, args.init_from,
-                                                   training_pass=name, scripted=True, memory=memory)
+                                                   training_pass=name, scripted=scripted, memory=memory)
                 for name in passes
             }  # fmt: skip
+            if args.rows_out:  # a child: its one pass's rows to the parent
+                (rows,) = results.values()
+                Path(args.rows_out).write_text(json.dumps(rows), encoding="utf-8")
+                return
         else:  # generated: each pass beside an engine of its own, in a child process
             results = {f"{configured} ({name})": _measure_apart("--passes", name) for name in passes}
         names = list(results)
