@@ -368,3 +368,77 @@ def test_the_reproduce_script_prints_the_table_beside_committed_outcomes(publish
     (tmp_path / "empty").mkdir()
     empty = run("--table", models=tmp_path / "empty")
     assert empty.returncode == 1 and "no published models" in empty.stderr
+
+
+def test_a_published_checkpoint_restores_the_run_folder_it_came_from(published, tmp_path) -> None:
+    """A GRPO checkpoint published with its resume state writes back, into another output folder,
+    the SFT warm-up's merged model (exactly PEFT's merge of the published SFT adapter) and adapter,
+    and the checkpoint; a run folder with an SFT model, or a config of another run, is refused.
+    (tests/test_published_resume.py continues such a run with the real Trainer.)"""
+    import torch
+    from safetensors.torch import load_file
+
+    from sqlenv.agents.published_models import merge_adapters
+    from sqlenv.training.config import load_config
+    from sqlenv.training.published_runs import restore_run
+
+    run, config = published["run"], published["config"]
+    checkpoint = tmp_path / "checkpoint-7"  # a Trainer's checkpoint: adapter, step, schedule, random state
+    shutil.copytree(run / "grpo" / FINAL_ADAPTER, checkpoint)
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    schedule = torch.optim.lr_scheduler.LambdaLR(torch.optim.AdamW([parameter], lr=1.0), lambda step: 1 - step / 10)
+    for _ in range(7):
+        schedule.step()
+    torch.save(schedule.state_dict(), checkpoint / "scheduler.pt")
+    torch.save({"python": None, "cpu": torch.get_rng_state()}, checkpoint / "rng_state.pth")
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 7, "log_history": []}))
+    (checkpoint / "optimizer.pt").write_bytes(b"not published")
+    root = tmp_path / "models"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SQLENV_PUBLISHED_MODELS", str(root))
+        done = _publish(run, config, "x-checkpoint", "--no-check", "--adapter", f"grpo={checkpoint}")
+        assert done.exit_code == 0, done.output
+        model = published_model("x-checkpoint", root)
+        assert model.phases[-1]["resume"] == ["rng_state.pth", "scheduler.pt", "trainer_state.json"]
+        assert "resume" not in model.phases[0] and model.phases[-1]["steps"] == 7
+        assert not (model.folder / "grpo" / "resume" / "optimizer.pt").exists()
+        # The finished run's publication carries no resume state and cannot be continued.
+        with pytest.raises(PublishedModelError, match="carries no GRPO checkpoint's resume state"):
+            restore_run(published_model(NAME, published["root"]), load_config(config, {"output_dir": str(tmp_path / "r0")}))
+        other = load_config(config, {"output_dir": str(tmp_path / "r1"), "grpo.learning_rate": 0.5})
+        with pytest.raises(PublishedModelError, match=r"grpo: published .* here "):
+            restore_run(model, other)
+        target = load_config(config, {"output_dir": str(tmp_path / "r2")})
+        restored = restore_run(model, target)
+    assert restored == tmp_path / "r2" / "grpo" / "checkpoint-7"
+    for name in ("adapter_model.safetensors", "scheduler.pt", "rng_state.pth", "trainer_state.json"):
+        assert (restored / name).is_file(), name
+    assert not (restored / "optimizer.pt").exists()
+    sft = tmp_path / "r2" / "sft"
+    assert (sft / FINAL_ADAPTER / "adapter_model.safetensors").is_file()
+    assert json.loads((sft / "final" / "sqlenv_prompt.json").read_text())["solved_examples"] == model.manifest["solved_examples"]
+    assert (sft / "final" / "tokenizer_config.json").is_file()
+    base = published["cache"] / "models" / "smollm2-135m-tools"
+    expected = merge_adapters(base, [run / "sft" / FINAL_ADAPTER]).state_dict()
+    saved = {}
+    for file in (sft / "final").glob("*.safetensors"):
+        saved |= load_file(file)
+    assert saved and all(torch.equal(saved[k], expected[k]) for k in saved)
+    with pytest.raises(PublishedModelError, match="already holds checkpoints"):
+        restore_run(model, target)
+    shutil.rmtree(restored)
+    with pytest.raises(PublishedModelError, match="sft/final exists"):
+        restore_run(model, target)
+    # A published warm-up restores sft/ alone, for GRPO's first step; GRPO's settings may differ
+    # from the ones it was published with, the warm-up's may not.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SQLENV_PUBLISHED_MODELS", str(root))
+        done = _publish(run, config, "x-warm-up", "--phase", "sft")
+        assert done.exit_code == 0, done.output
+    warm_up = published_model("x-warm-up", root)
+    retuned = load_config(config, {"output_dir": str(tmp_path / "r3"), "grpo.learning_rate": 0.5})
+    assert restore_run(warm_up, retuned) is None
+    assert (tmp_path / "r3" / "sft" / "final" / "config.json").is_file()
+    assert not (tmp_path / "r3" / "grpo").exists()
+    with pytest.raises(PublishedModelError, match=r"sft: published .* here "):
+        restore_run(warm_up, load_config(config, {"output_dir": str(tmp_path / "r4"), "sft.epochs": 9}))

@@ -59,7 +59,7 @@ the adapters into the base in order and keeps the merged checkpoint in the sqlen
 - Data: the `{dataset}` preset's train split; answers in {answer_mode} mode{phase_modes}; schema {schema}; {solved}.
 - Config: `train-config.yaml` (copied from `{config}`); code at commit `{commit}`.
 - Run folder when published: `{run}`.
-- {final_check}
+- {final_check}{resume}
 
 ## Results
 
@@ -119,6 +119,14 @@ def render_card(manifest: dict[str, Any], facts: RunFacts) -> str:
             f"{check['tensors']} tensors, largest absolute difference {check['max_abs_diff']:g}."
         )
     solved = manifest["solved_examples"]
+    last = manifest["phases"][-1]
+    resume = (
+        f"\n- A checkpoint, not a finished run: `{last['folder']}/resume/` holds step {last['steps']}'s resume "
+        f"state, and `sqlenv train grpo --config train-config.yaml --resume-from {manifest['name']}` "
+        "continues the run on any machine (the optimiser's moments start afresh)."
+        if last.get("resume")
+        else ""
+    )
     return CARD_TEMPLATE.format(
         licence_id="apache-2.0",
         name=manifest["name"],
@@ -146,5 +154,6 @@ def render_card(manifest: dict[str, Any], facts: RunFacts) -> str:
         commit=facts.commit,
         run=facts.run,
         final_check=final_check,
+        resume=resume,
         results=facts.results.strip() or "None recorded in this card.",
     )

@@ -48,17 +48,20 @@ __all__ = [
     "FINAL_ADAPTER",
     "MANIFEST",
     "MAX_FILE_BYTES",
+    "RESUME_FILES",
     "PhaseSource",
     "PublishedModel",
     "PublishedModelError",
     "compare_with_final",
     "merge_adapters",
+    "merge_phases",
     "merged_checkpoint",
     "merged_checkpoint_path",
     "publish",
     "published_model",
     "published_models",
     "published_root",
+    "save_with_tokenizer",
     "verify_files",
 ]
 
@@ -75,6 +78,11 @@ ADAPTER_FILES = (WEIGHTS_FILE, "adapter_config.json")
 # 1.5B's is 74 MB, 37 MB once cast to bfloat16 (`publish(adapter_dtype="bfloat16")`).
 MAX_FILE_BYTES = 64_000_000
 MANIFEST_FORMAT = 1
+# A checkpoint's resume state, as the transformers Trainer writes it: the step and log history, the
+# learning-rate schedule, the random generators (one file per process under several). Not the
+# optimiser's moments (twice the adapter's size): a continued run starts them afresh.
+RESUME_FILES = ("trainer_state.json", "scheduler.pt", "rng_state.pth")
+RESUME_PATTERN = re.compile(r"^(trainer_state\.json|scheduler\.pt|rng_state(_\d+)?\.pth)$")
 ADAPTER_DTYPES = ("float32", "bfloat16")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
@@ -132,11 +140,15 @@ class PhaseSource:
         phase: `sft` or `grpo`.
         adapter: a folder with PEFT's adapter files (`<run>/grpo/final-adapter`, a `checkpoint-N`).
         steps: the optimisation steps that trained it (None: not known).
+        resume: a `checkpoint-N` folder whose resume state (`RESUME_FILES`) is published beside
+            the adapter, so that another machine can continue the run from step N
+            (`sqlenv.training.published_runs`); None for a finished phase.
     """
 
     phase: str
     adapter: Path
     steps: int | None
+    resume: Path | None = None
 
 
 def published_root() -> Path | None:
@@ -213,6 +225,11 @@ def _read(folder: Path) -> PublishedModel:
             for file in ADAPTER_FILES:  # what PEFT reads must be hash-checked
                 if f"{phase['folder']}/{file}" not in files:
                     raise PublishedModelError(f"{path}: files lacks {phase['folder']}/{file}")
+            for file in phase.get("resume") or []:  # and what a continued run reads
+                if not RESUME_PATTERN.match(file) or f"{phase['folder']}/resume/{file}" not in files:
+                    raise PublishedModelError(f"{path}: files lacks {phase['folder']}/resume/{file}")
+        if any(p.get("resume") for p in phases[:-1]):
+            raise PublishedModelError(f"{path}: only the last phase can carry a checkpoint's resume state")
         int(manifest["solved_examples"])
     except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         if isinstance(error, PublishedModelError):
@@ -349,29 +366,55 @@ def merged_checkpoint(model: PublishedModel) -> Path:
             f"{pinned.gguf_sha256}"
         )
     base = _base_checkpoint(model.base)
-    local_dtype = _checkpoint_dtype(base)
-    target = merged_checkpoint_path(model, local_dtype)
+    target = merged_checkpoint_path(model, _checkpoint_dtype(base))
     if (target / "config.json").is_file():
         return target
-    round_to = _round_to(model.manifest["base"]["checkpoint_dtype"], local_dtype, model.name)
-    merged = merge_adapters(base, [model.folder / p["folder"] for p in model.phases], round_to)
-    return _save_merged(base, merged, target, model)
+    return _save_merged(merge_phases(model, len(model.phases)), target, model)
 
 
-def _save_merged(base: Path, merged: Any, target: Path, model: PublishedModel) -> Path:
-    """Save the merged model with the base's tokenizer into a staging folder, then rename it into
-    place (a concurrent builder may win the rename, which is as good)."""
+def merge_phases(model: PublishedModel, count: int) -> Any:
+    """The base of a published model with the adapters of its first `count` phases merged, as
+    `merged_checkpoint` merges them all (the base rounded to the dtype the run trained from).
+
+    Args:
+        model: the published model (its files already checked: `verify_files`).
+        count: how many phases, from the first (1: the SFT warm-up of an SFT-then-GRPO model).
+
+    Returns:
+        A plain float32 transformers model.
+    """
+    base = _base_checkpoint(model.base)
+    round_to = _round_to(model.manifest["base"]["checkpoint_dtype"], _checkpoint_dtype(base), model.name)
+    return merge_adapters(base, [model.folder / p["folder"] for p in model.phases[:count]], round_to)
+
+
+def save_with_tokenizer(model: PublishedModel, merged: Any, target: Path) -> None:
+    """Save a merged model as a run's `final/` folder: the weights, the base's tokenizer and the
+    prompt settings the run trained with.
+
+    Args:
+        model: the published model it came from.
+        merged: a model from `merge_phases`.
+        target: the folder to write (its parent is created).
+    """
     from transformers import AutoTokenizer
 
     from sqlenv.agents.solved_examples import write_prompt_settings
 
+    target.mkdir(parents=True, exist_ok=True)
+    AutoTokenizer.from_pretrained(_base_checkpoint(model.base)).save_pretrained(target)
+    merged.save_pretrained(target)
+    write_prompt_settings(target, solved_examples=int(model.manifest["solved_examples"]))
+
+
+def _save_merged(merged: Any, target: Path, model: PublishedModel) -> Path:
+    """Save the merged model with the base's tokenizer into a staging folder, then rename it into
+    place (a concurrent builder may win the rename, which is as good)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        AutoTokenizer.from_pretrained(base).save_pretrained(staging)
-        merged.save_pretrained(staging)
-        write_prompt_settings(staging, solved_examples=int(model.manifest["solved_examples"]))
+        save_with_tokenizer(model, merged, staging)
         (staging / "published.json").write_text(
             json.dumps({"name": model.name, "identity": model.identity}) + "\n", encoding="utf-8"
         )
@@ -451,6 +494,26 @@ def _copy_adapter(source: Path, target: Path, dtype: str, described_base: str) -
     (target / "adapter_config.json").write_text(
         json.dumps(settings, indent=2, sort_keys=True) + "\n", encoding="utf-8"
     )
+
+
+def _copy_resume_state(checkpoint: Path, target: Path) -> list[str]:
+    """Copy a checkpoint's resume state (`RESUME_FILES`, and the rng state of each process) into
+    `target`; returns the names copied.
+
+    Raises:
+        PublishedModelError: the folder lacks `trainer_state.json` or `scheduler.pt` (not a whole
+            checkpoint).
+    """
+    names = sorted(p.name for p in checkpoint.iterdir() if p.is_file() and RESUME_PATTERN.match(p.name))
+    for required in RESUME_FILES[:2]:
+        if required not in names:
+            raise PublishedModelError(
+                f"{checkpoint} has no {required}: not a whole checkpoint whose run can be continued"
+            )
+    target.mkdir(parents=True)
+    for name in names:
+        shutil.copyfile(checkpoint / name, target / name)
+    return names
 
 
 def _base_facts(base: str) -> dict[str, str]:
@@ -553,10 +616,15 @@ def publish(
     staging = root / f".{name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
+        if any(p.resume is not None for p in phases[:-1]):
+            raise PublishedModelError("only the last phase can carry a checkpoint's resume state")
         described = base
+        resume_files: dict[str, list[str]] = {}
         for phase in phases:
             _copy_adapter(phase.adapter, staging / phase.phase, adapter_dtype, described)
             described += f" + {phase.phase}"
+            if phase.resume is not None:
+                resume_files[phase.phase] = _copy_resume_state(phase.resume, staging / phase.phase / "resume")
         if config_file is not None:
             shutil.copyfile(config_file, staging / CONFIG_COPY)
         for path in sorted(staging.rglob("*")):
@@ -573,7 +641,7 @@ def publish(
         files = {
             f"{p.phase}/{file}": file_sha256(staging / p.phase / file)
             for p in phases
-            for file in ADAPTER_FILES
+            for file in (*ADAPTER_FILES, *(f"resume/{name}" for name in resume_files.get(p.phase, [])))
         }
         manifest: dict[str, Any] = {
             "format": MANIFEST_FORMAT,
@@ -581,6 +649,7 @@ def publish(
             "base": base_facts,
             "phases": [
                 {"phase": p.phase, "folder": p.phase, "steps": p.steps, "adapter_dtype": adapter_dtype}
+                | ({"resume": resume_files[p.phase]} if p.phase in resume_files else {})
                 for p in phases
             ],
             "files": files,

@@ -326,7 +326,10 @@ def _phase_source(phase: str, folder: Path, run_dir: Path) -> PhaseSource:
             entry["step"] for entry in json.loads(history.read_text(encoding="utf-8")) if "step" in entry
         ]
         steps = max(logged, default=None)
-    return PhaseSource(phase, folder, steps)
+    # A GRPO checkpoint keeps its resume state beside its adapter: published, another machine can
+    # continue the run from it (sqlenv train grpo --resume-from NAME).
+    resume = folder if phase == "grpo" and state.is_file() else None
+    return PhaseSource(phase, folder, steps, resume)
 
 
 def _git_head() -> str:

@@ -77,20 +77,58 @@ def train_grpo(
     config: ConfigOption,
     spider_dir: SpiderDirOption = None,
     resume: ResumeOption = False,
+    resume_from: Annotated[
+        str | None,
+        typer.Option(
+            "--resume-from",
+            help="a published GRPO checkpoint (sqlenv models publish --adapter grpo=<run>/grpo/checkpoint-N) "
+            "or SFT warm-up: write the run folder back from it and continue the run at its next step",
+        ),
+    ] = None,
     set_values: SetOption = None,
 ) -> None:
     """GRPO (its episode loop: `grpo.loop`), from the SFT model when the config enables SFT."""
     require_training_extra("sqlenv train grpo")
     from sqlenv.training.checkpoints import NoFinishedCheckpointError
+    from sqlenv.training.config import world_size
     from sqlenv.training.grpo import is_main_process, run_grpo
 
     settings = _train_config(config, spider_dir, set_values)
+    if resume_from is not None:
+        if world_size() > 1:
+            fail("--resume-from restores the run folder in one process: run it without accelerate launch")
+        resume = _restore_published_run(resume_from, settings)
     try:  # run_grpo finds the checkpoint before anything loads
         final = run_grpo(settings, resume=resume, console=console)
     except NoFinishedCheckpointError as exc:
         fail(str(exc))
     if is_main_process():  # under `accelerate launch` every process returns here; one says it
         console.print(f"GRPO model saved to [bold]{final}[/] (evaluate it: sqlenv eval --policy {final})")
+
+
+def _restore_published_run(name: str, settings: Any) -> bool:
+    """Write the run folder back from the published model `name` (`--resume-from`); True where it
+    restored a GRPO checkpoint to resume from, False for a warm-up (GRPO starts at step 1)."""
+    from sqlenv.agents.local_models import ModelNotFetchedError
+    from sqlenv.agents.published_models import PublishedModelError, published_model
+    from sqlenv.training.published_runs import restore_run
+
+    try:
+        model = published_model(name)
+        if model is None:
+            fail(f"--resume-from {name!r}: not a published model (sqlenv models list)")
+        with console.status(f"restoring {settings.output_dir} from {name}…"):
+            checkpoint = restore_run(model, settings)
+    except (PublishedModelError, ModelNotFetchedError) as exc:
+        fail(str(exc))
+    if checkpoint is None:
+        console.print(f"restored {settings.sft_dir} from {name}: GRPO starts from that warm-up")
+        return False
+    console.print(
+        f"restored {checkpoint} from {name}: the run continues at step {checkpoint.name.split('-')[-1]} + 1 "
+        "(the optimiser's moments start afresh: they are not published)"
+    )
+    return True
 
 
 @train_app.command("pass-rates")

@@ -340,13 +340,20 @@ def run_grpo(config: TrainConfig, *, resume: bool = False, console: Any = None) 
     from sqlenv.agents.published_models import FINAL_ADAPTER
     from sqlenv.agents.solved_examples import write_prompt_settings
     from sqlenv.training.checkpoints import resume_checkpoint
+    from sqlenv.training.published_runs import schedule_callback
 
     out = config.grpo_dir
     # Found before the trainer loads the model and the engine, so a missing checkpoint fails at once.
     checkpoint = str(resume_checkpoint(out)) if resume else None
     trainer = build_grpo_trainer(config, console=console)
     tokenizer = trainer.processing_class
+    # A published checkpoint has its schedule and no optimiser state, which the Trainer reads only together.
+    schedule = schedule_callback(Path(checkpoint) if checkpoint else None)
+    if schedule is not None:
+        trainer.add_callback(schedule)
     trainer.train(resume_from_checkpoint=checkpoint)
+    if schedule is not None and schedule.loaded_step is None:
+        raise RuntimeError(f"the learning-rate schedule of {checkpoint} was never put back (a transformers change)")
     final = out / "final"
     accelerator = trainer.accelerator
     if not accelerator.is_main_process:  # one writer: the processes hold the same weights
