@@ -32,6 +32,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from transformers import TrainerCallback
+
 from sqlenv.agents.published_models import (
     ADAPTER_FILES,
     FINAL_ADAPTER,
@@ -176,7 +178,7 @@ def _restore_kept_points(config: TrainConfig) -> None:
             shutil.copyfile(source, live / name)
 
 
-class ScheduleFromCheckpoint:
+class ScheduleFromCheckpoint(TrainerCallback):
     """Puts a checkpoint's learning-rate schedule in place when its optimiser state is absent.
 
     transformers loads `scheduler.pt` only where `optimizer.pt` is there too; a published checkpoint
@@ -224,9 +226,4 @@ def schedule_callback(checkpoint: Path | None) -> Any:
     checkpoint = Path(checkpoint)
     if (checkpoint / OPTIMIZER_FILE).is_file() or not (checkpoint / SCHEDULER_FILE).is_file():
         return None
-    from transformers import TrainerCallback
-
-    class _Callback(ScheduleFromCheckpoint, TrainerCallback):
-        pass
-
-    return _Callback(checkpoint)
+    return ScheduleFromCheckpoint(checkpoint)
