@@ -138,13 +138,18 @@ def test_the_published_folder_holds_adapters_manifest_sums_and_card(published) -
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
         "README.md",
         "SHA256SUMS",
+        "grpo/README.md",
         "grpo/adapter_config.json",
         "grpo/adapter_model.safetensors",
         "manifest.json",
+        "sft/README.md",
         "sft/adapter_config.json",
         "sft/adapter_model.safetensors",
         "train-config.yaml",
     ]
+    for phase in ("sft", "grpo"):  # a card beside each adapter's weights, naming them and the model's card
+        card = (folder / phase / "README.md").read_text()
+        assert NAME in card and model.files[f"{phase}/adapter_model.safetensors"] in card and "../README.md" in card
     for relative, sha in model.files.items():  # the manifest's hashes are the files'
         assert hashlib.sha256((folder / relative).read_bytes()).hexdigest() == sha
     check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=folder, capture_output=True, text=True)

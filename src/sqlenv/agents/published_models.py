@@ -496,6 +496,19 @@ def _copy_adapter(source: Path, target: Path, dtype: str, described_base: str) -
     )
 
 
+def _write_phase_card(folder: Path, name: str, phase: str, trained_on: str) -> None:
+    """A short card beside a phase's adapter weights: what they are, their sha256, and where the
+    model's card is (a file met on its own says what it belongs to)."""
+    sha = file_sha256(folder / WEIGHTS_FILE)
+    (folder / CARD).write_text(
+        f"# {name}: the {phase.upper()} adapter\n\n"
+        f"PEFT LoRA adapter of the published model `{name}`, trained on {trained_on}; "
+        f"`{WEIGHTS_FILE}` has sha256 `{sha}`. The model card, with the base model, data, config, "
+        f"commit, metrics and licence (Apache-2.0), is [../{CARD}](../{CARD}).\n",
+        encoding="utf-8",
+    )
+
+
 def _copy_resume_state(checkpoint: Path, target: Path) -> list[str]:
     """Copy a checkpoint's resume state (`RESUME_FILES`, and the rng state of each process) into
     `target`; returns the names copied.
@@ -622,6 +635,7 @@ def publish(
         resume_files: dict[str, list[str]] = {}
         for phase in phases:
             _copy_adapter(phase.adapter, staging / phase.phase, adapter_dtype, described)
+            _write_phase_card(staging / phase.phase, name, phase.phase, described)
             described += f" + {phase.phase}"
             if phase.resume is not None:
                 resume_files[phase.phase] = _copy_resume_state(phase.resume, staging / phase.phase / "resume")
