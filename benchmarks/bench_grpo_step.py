@@ -35,9 +35,10 @@ the three are the training pass. Beside each pass: its FLOPs, counted from the t
 the model's shape (`training_timing.ModelShape`), and its bound, those FLOPs at the matmul
 throughput measured in the same run on the model's layer shapes in the pass's compute type.
 `--rollouts scripted` replaces generation with fixed episodes played against the real environment
-(`training_timing.ScriptedRollouts`: the same rollouts for every pass, no engine loaded, all
-passes in this process); with generated rollouts each pass is measured in a process of its own
-beside its own engine, as the loops are.
+(`training_timing.ScriptedRollouts`: the same rollouts for every pass, no engine loaded). Each
+pass is measured in a process of its own, as the loops are: beside its own engine with generated
+rollouts, and with scripted ones because a trainer freed in Python leaves its memory to the
+allocator, so a second 1.5B pass built in the same process ran out of 24 GB where either alone fits.
 
 Run: .venv/bin/python benchmarks/bench_grpo_step.py --config configs/cpu-qwen0.5b.yaml
      --spider-dir ../shared/spider [--steps 2] [--threads N] [--set grpo.max_completion_length=512 ...]
@@ -397,18 +398,13 @@ def main() -> None:
         unknown = sorted(set(passes) - set(PASSES))
         if unknown:
             raise SystemExit(f"--passes: unknown {unknown}; choose from {', '.join(PASSES)}")
-        if args.rows_out or scripted:  # in this process: a child's one pass, or every scripted pass (no engine)
-            results = {
-                f"{configured} ({name})": _measure(args.config, configured, args.steps, overrides, args.init_from,
-                                                   training_pass=name, scripted=scripted, memory=memory)
-                for name in passes
-            }  # fmt: skip
-            if args.rows_out:  # a child: its one pass's rows to the parent
-                (rows,) = results.values()
-                Path(args.rows_out).write_text(json.dumps(rows), encoding="utf-8")
-                return
-        else:  # generated: each pass beside an engine of its own, in a child process
-            results = {f"{configured} ({name})": _measure_apart("--passes", name) for name in passes}
+        if args.rows_out:  # a child: its one pass's rows to the parent
+            (name,) = passes
+            rows = _measure(args.config, configured, args.steps, overrides, args.init_from,
+                            training_pass=name, scripted=scripted, memory=memory)  # fmt: skip
+            Path(args.rows_out).write_text(json.dumps(rows), encoding="utf-8")
+            return
+        results = {f"{configured} ({name})": _measure_apart("--passes", name) for name in passes}
         names = list(results)
         args.baseline_model, model = names[0], names[-1]
     elif args.loops:
