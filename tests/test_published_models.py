@@ -404,7 +404,7 @@ def test_a_published_checkpoint_restores_the_run_folder_it_came_from(published, 
         done = _publish(run, config, "x-checkpoint", "--no-check", "--adapter", f"grpo={checkpoint}")
         assert done.exit_code == 0, done.output
         model = published_model("x-checkpoint", root)
-        assert model.phases[-1]["resume"] == ["rng_state.pth", "scheduler.pt", "trainer_state.json"]
+        assert model.phases[-1]["resume"] == ["rng_state.json", "scheduler.json", "trainer_state.json"]
         assert "resume" not in model.phases[0] and model.phases[-1]["steps"] == 7
         assert not (model.folder / "grpo" / "resume" / "optimizer.pt").exists()
         # The finished run's publication carries no resume state and cannot be continued.
@@ -418,6 +418,10 @@ def test_a_published_checkpoint_restores_the_run_folder_it_came_from(published, 
     assert restored == tmp_path / "r2" / "grpo" / "checkpoint-7"
     for name in ("adapter_model.safetensors", "scheduler.pt", "rng_state.pth", "trainer_state.json"):
         assert (restored / name).is_file(), name
+    # The Trainer's files, written back from the published JSON, hold what the checkpoint held.
+    assert torch.load(restored / "scheduler.pt", weights_only=True) == schedule.state_dict()
+    rng = torch.load(restored / "rng_state.pth", weights_only=True)
+    assert rng["python"] is None and torch.equal(rng["cpu"], torch.load(checkpoint / "rng_state.pth")["cpu"])
     assert not (restored / "optimizer.pt").exists()
     sft = tmp_path / "r2" / "sft"
     assert (sft / FINAL_ADAPTER / "adapter_model.safetensors").is_file()

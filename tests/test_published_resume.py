@@ -118,11 +118,13 @@ def test_the_checkpoint_is_published_with_its_resume_state(runs: dict) -> None:
     manifest = json.loads((folder / "manifest.json").read_text())
     [phase] = manifest["phases"]
     assert phase["phase"] == "grpo" and phase["steps"] == 1
-    assert set(phase["resume"]) == {"trainer_state.json", "scheduler.pt", "rng_state.pth"}
+    assert set(phase["resume"]) == {"trainer_state.json", "scheduler.json", "rng_state.json"}
     for name in phase["resume"]:  # hashed like the adapters: sha256sum -c checks them too
         assert f"grpo/resume/{name}" in manifest["files"]
         assert f"  grpo/resume/{name}\n" in (folder / "SHA256SUMS").read_text()
     assert not (folder / "grpo" / "resume" / "optimizer.pt").exists()
+    # Published as JSON, no pickle-format torch files in the folder.
+    assert sorted(p.suffix for p in (folder / "grpo" / "resume").iterdir()) == [".json"] * 3
     card = " ".join((folder / "README.md").read_text().split())
     assert f"--resume-from {NAME}` continues the run on any machine" in card
 
@@ -165,9 +167,9 @@ def test_resume_from_refuses_another_run_or_a_folder_with_checkpoints(runs: dict
 def test_a_changed_resume_file_is_refused_naming_it(runs: dict, spider_dir: Path) -> None:
     models = runs["tmp"] / "models-changed"
     shutil.copytree(runs["models"], models)
-    scheduler = models / NAME / "grpo" / "resume" / "scheduler.pt"
+    scheduler = models / NAME / "grpo" / "resume" / "scheduler.json"
     scheduler.write_bytes(scheduler.read_bytes() + b"\0")
     done = _grpo(runs["config"], runs["tmp"] / "e", spider_dir, models, resume_from=NAME, check=False)
     printed = " ".join(done.stdout.split())
-    assert done.returncode != 0 and "scheduler.pt has sha256" in printed and "refusing to load it" in printed
+    assert done.returncode != 0 and "scheduler.json has sha256" in printed and "refusing to load it" in printed
     assert not (runs["tmp"] / "e" / "grpo").exists()

@@ -40,6 +40,7 @@ from typing import Any
 
 from sqlenv.agents.model_card import RunFacts, render_card
 from sqlenv.agents.pinned_models import file_sha256, pinned_model
+from sqlenv.agents.resume_state import PUBLISHED_RESUME_PATTERN, ResumeStateError, publish_resume_state
 from sqlenv.data.cache import cache_dir
 from sqlenv.settings import published_models_from_environment
 
@@ -78,11 +79,10 @@ ADAPTER_FILES = (WEIGHTS_FILE, "adapter_config.json")
 # 1.5B's is 74 MB, 37 MB once cast to bfloat16 (`publish(adapter_dtype="bfloat16")`).
 MAX_FILE_BYTES = 64_000_000
 MANIFEST_FORMAT = 1
-# A checkpoint's resume state, as the transformers Trainer writes it: the step and log history, the
-# learning-rate schedule, the random generators (one file per process under several). Not the
-# optimiser's moments (twice the adapter's size): a continued run starts them afresh.
-RESUME_FILES = ("trainer_state.json", "scheduler.pt", "rng_state.pth")
-RESUME_PATTERN = re.compile(r"^(trainer_state\.json|scheduler\.pt|rng_state(_\d+)?\.pth)$")
+# A checkpoint's resume state, published as JSON (`sqlenv.agents.resume_state`): the step and log
+# history, the learning-rate schedule, the random generators (one file per process under several).
+# Not the optimiser's moments (twice the adapter's size): a continued run starts them afresh.
+RESUME_FILES = ("trainer_state.json", "scheduler.json", "rng_state.json")
 ADAPTER_DTYPES = ("float32", "bfloat16")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
@@ -140,8 +140,8 @@ class PhaseSource:
         phase: `sft` or `grpo`.
         adapter: a folder with PEFT's adapter files (`<run>/grpo/final-adapter`, a `checkpoint-N`).
         steps: the optimisation steps that trained it (None: not known).
-        resume: a `checkpoint-N` folder whose resume state (`RESUME_FILES`) is published beside
-            the adapter, so that another machine can continue the run from step N
+        resume: a `checkpoint-N` folder whose resume state is published beside the adapter, as
+            JSON (`RESUME_FILES`), so that another machine can continue the run from step N
             (`sqlenv.training.published_runs`); None for a finished phase.
     """
 
@@ -226,7 +226,7 @@ def _read(folder: Path) -> PublishedModel:
                 if f"{phase['folder']}/{file}" not in files:
                     raise PublishedModelError(f"{path}: files lacks {phase['folder']}/{file}")
             for file in phase.get("resume") or []:  # and what a continued run reads
-                if not RESUME_PATTERN.match(file) or f"{phase['folder']}/resume/{file}" not in files:
+                if not PUBLISHED_RESUME_PATTERN.match(file) or f"{phase['folder']}/resume/{file}" not in files:
                     raise PublishedModelError(f"{path}: files lacks {phase['folder']}/resume/{file}")
         if any(p.get("resume") for p in phases[:-1]):
             raise PublishedModelError(f"{path}: only the last phase can carry a checkpoint's resume state")
@@ -509,24 +509,16 @@ def _write_phase_card(folder: Path, name: str, phase: str, trained_on: str) -> N
     )
 
 
-def _copy_resume_state(checkpoint: Path, target: Path) -> list[str]:
-    """Copy a checkpoint's resume state (`RESUME_FILES`, and the rng state of each process) into
-    `target`; returns the names copied.
+def _publish_resume_state(checkpoint: Path, target: Path) -> list[str]:
+    """A checkpoint's resume state into `target` as JSON; returns the names written.
 
     Raises:
-        PublishedModelError: the folder lacks `trainer_state.json` or `scheduler.pt` (not a whole
-            checkpoint).
+        PublishedModelError: not a whole checkpoint, or a state that JSON does not carry as it is.
     """
-    names = sorted(p.name for p in checkpoint.iterdir() if p.is_file() and RESUME_PATTERN.match(p.name))
-    for required in RESUME_FILES[:2]:
-        if required not in names:
-            raise PublishedModelError(
-                f"{checkpoint} has no {required}: not a whole checkpoint whose run can be continued"
-            )
-    target.mkdir(parents=True)
-    for name in names:
-        shutil.copyfile(checkpoint / name, target / name)
-    return names
+    try:
+        return publish_resume_state(checkpoint, target)
+    except ResumeStateError as error:
+        raise PublishedModelError(str(error)) from None
 
 
 def _base_facts(base: str) -> dict[str, str]:
@@ -638,7 +630,7 @@ def publish(
             _write_phase_card(staging / phase.phase, name, phase.phase, described)
             described += f" + {phase.phase}"
             if phase.resume is not None:
-                resume_files[phase.phase] = _copy_resume_state(phase.resume, staging / phase.phase / "resume")
+                resume_files[phase.phase] = _publish_resume_state(phase.resume, staging / phase.phase / "resume")
         if config_file is not None:
             shutil.copyfile(config_file, staging / CONFIG_COPY)
         for path in sorted(staging.rglob("*")):

@@ -2,13 +2,14 @@
 
 A run folder does not outlive the machine it was written on, and a long GRPO run outlives a
 working session. `sqlenv models publish RUN --phase grpo --adapter grpo=RUN/grpo/checkpoint-N`
-publishes the adapter of step N with the checkpoint's resume state (`trainer_state.json`: the step,
-the log history, the best metric; `scheduler.pt`: where the learning-rate schedule stands;
-`rng_state*.pth`: the random generators), hash-checked like the adapters. This module writes a
+publishes the adapter of step N with the checkpoint's resume state as JSON (`trainer_state.json`:
+the step, the log history, the best metric; `scheduler.json`: where the learning-rate schedule
+stands; `rng_state*.json`: the random generators), hash-checked like the adapters. This module writes a
 run folder back from such a model (`restore_run`): the SFT warm-up's merged model in
 `<output_dir>/sft/final` (the published SFT adapter merged into the base exactly as `sqlenv models
 fetch` merges it, which `publish`'s final check showed to be the run's own `final/`), its adapter
-in `sft/final-adapter`, and `grpo/checkpoint-N` with the GRPO adapter and the resume state, so that
+in `sft/final-adapter`, and `grpo/checkpoint-N` with the GRPO adapter and the resume state in the
+Trainer's own files (`scheduler.pt`, `rng_state*.pth`, written back from the JSON), so that
 `--resume` continues the run at step N + 1 with the same questions, schedule and random state.
 A published SFT warm-up alone restores `sft/` only, and GRPO starts from it at step 1, as after
 `sqlenv train sft` on this machine.
@@ -43,6 +44,7 @@ from sqlenv.agents.published_models import (
     save_with_tokenizer,
     verify_files,
 )
+from sqlenv.agents.resume_state import ResumeStateError, restore_resume_state
 from sqlenv.training.checkpoints import FINISHED_MARKER, checkpoint_folders
 from sqlenv.training.config import TrainConfig, load_config
 
@@ -110,8 +112,10 @@ def restore_run(model: PublishedModel, config: TrainConfig) -> Path | None:
     staging.mkdir(parents=True)
     for name in ADAPTER_FILES:
         shutil.copyfile(model.folder / last["folder"] / name, staging / name)
-    for name in sorted(resume, key=lambda n: n == FINISHED_MARKER):  # the marker last, as the Trainer
-        shutil.copyfile(model.folder / last["folder"] / "resume" / name, staging / name)
+    try:  # the marker (trainer_state.json) is written last, as the Trainer writes it
+        restore_resume_state(model.folder / last["folder"] / "resume", list(resume), staging)
+    except ResumeStateError as error:
+        raise PublishedModelError(f"{model.name}: {error}") from None
     staging.rename(checkpoint)
     _restore_kept_points(config)
     return checkpoint
