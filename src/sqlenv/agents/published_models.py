@@ -49,7 +49,6 @@ __all__ = [
     "FINAL_ADAPTER",
     "MANIFEST",
     "MAX_FILE_BYTES",
-    "RESUME_FILES",
     "PhaseSource",
     "PublishedModel",
     "PublishedModelError",
@@ -79,10 +78,6 @@ ADAPTER_FILES = (WEIGHTS_FILE, "adapter_config.json")
 # 1.5B's is 74 MB, 37 MB once cast to bfloat16 (`publish(adapter_dtype="bfloat16")`).
 MAX_FILE_BYTES = 64_000_000
 MANIFEST_FORMAT = 1
-# A checkpoint's resume state, published as JSON (`sqlenv.agents.resume_state`): the step and log
-# history, the learning-rate schedule, the random generators (one file per process under several).
-# Not the optimiser's moments (twice the adapter's size): a continued run starts them afresh.
-RESUME_FILES = ("trainer_state.json", "scheduler.json", "rng_state.json")
 ADAPTER_DTYPES = ("float32", "bfloat16")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
@@ -141,7 +136,8 @@ class PhaseSource:
         adapter: a folder with PEFT's adapter files (`<run>/grpo/final-adapter`, a `checkpoint-N`).
         steps: the optimisation steps that trained it (None: not known).
         resume: a `checkpoint-N` folder whose resume state is published beside the adapter, as
-            JSON (`RESUME_FILES`), so that another machine can continue the run from step N
+            JSON (`sqlenv.agents.resume_state`; not the optimiser's moments, twice the adapter's
+            size: a continued run starts them afresh), so that another machine can continue the run from step N
             (`sqlenv.training.published_runs`); None for a finished phase.
     """
 
