@@ -42,7 +42,8 @@ PUBLISHED_RESUME_PATTERN = re.compile(r"^(trainer_state|scheduler|rng_state(_\d+
 # Without these a checkpoint cannot be continued where it stopped (the random state is optional:
 # a run on several processes names one file per process).
 REQUIRED_RESUME_FILES = ("trainer_state.json", "scheduler.pt")
-_TAGS = ("tuple", "tensor", "ndarray")
+# The key sets `from_json` reads as a tagged value; a plain dict with one of them would misread.
+_TAGGED_KEY_SETS = ({"tuple"}, {"tensor", "shape", "data"}, {"ndarray", "shape", "data"})
 
 
 class ResumeStateError(ValueError):
@@ -104,8 +105,10 @@ def to_json(value: Any, where: str = "state") -> Any:
     if isinstance(value, dict):
         if not all(isinstance(key, str) for key in value):
             raise ResumeStateError(f"{where} has a key that is not a string: {list(value)!r}")
-        if len(value) == 1 and next(iter(value)) in _TAGS:
-            raise ResumeStateError(f"{where} is a dict whose only key is the tag {next(iter(value))!r}")
+        if set(value) in _TAGGED_KEY_SETS:
+            raise ResumeStateError(
+                f"{where} is a dict whose keys {sorted(value)} are those of a tagged value"
+            )
         return {key: to_json(item, f"{where}.{key}") for key, item in value.items()}
     if isinstance(value, torch.Tensor):
         tensor = value.detach().cpu()
