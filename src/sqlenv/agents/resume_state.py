@@ -42,8 +42,12 @@ PUBLISHED_RESUME_PATTERN = re.compile(r"^(trainer_state|scheduler|rng_state(_\d+
 # Without these a checkpoint cannot be continued where it stopped (the random state is optional:
 # a run on several processes names one file per process).
 REQUIRED_RESUME_FILES = ("trainer_state.json", "scheduler.pt")
-# The key sets `from_json` reads as a tagged value; a plain dict with one of them would misread.
-_TAGGED_KEY_SETS = ({"tuple"}, {"tensor", "shape", "data"}, {"ndarray", "shape", "data"})
+# The key sets of the tagged values: `from_json` reads a dict with one of them as that value, so
+# `to_json` refuses a plain dict that has one.
+_TUPLE_KEYS = frozenset({"tuple"})
+_TENSOR_KEYS = frozenset({"tensor", "shape", "data"})
+_ARRAY_KEYS = frozenset({"ndarray", "shape", "data"})
+_TAGGED_KEY_SETS = (_TUPLE_KEYS, _TENSOR_KEYS, _ARRAY_KEYS)
 
 
 class ResumeStateError(ValueError):
@@ -142,9 +146,9 @@ def from_json(data: Any) -> Any:
         return [from_json(item) for item in data]
     if not isinstance(data, dict):
         return data
-    if set(data) == {"tuple"}:
+    if set(data) == _TUPLE_KEYS:
         return tuple(from_json(item) for item in data["tuple"])
-    if set(data) == {"tensor", "shape", "data"}:
+    if set(data) == _TENSOR_KEYS:
         dtype = getattr(torch, str(data["tensor"]), None)
         if not isinstance(dtype, torch.dtype):
             raise ResumeStateError(f"unknown tensor dtype {data['tensor']!r}")
@@ -152,7 +156,7 @@ def from_json(data: Any) -> Any:
             return torch.tensor(data["data"], dtype=dtype).reshape(data["shape"])
         except (RuntimeError, TypeError) as error:
             raise ResumeStateError(f"a {data['tensor']} tensor of shape {data['shape']}: {error}") from None
-    if set(data) == {"ndarray", "shape", "data"}:
+    if set(data) == _ARRAY_KEYS:
         try:
             return np.asarray(data["data"], dtype=np.dtype(data["ndarray"])).reshape(data["shape"])
         except (TypeError, ValueError) as error:
